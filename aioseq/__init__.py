@@ -1,0 +1,90 @@
+"""aioseq: ever-increasing sequence numbers from Amazon DynamoDB, for asyncio.
+
+Open one :class:`DynamoStore` for the life of the application and make counters from it::
+
+    async with aioseq.DynamoStore.open() as store:
+        orders = store.atomic_counter("orders")
+        number = await orders.next()
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+# the store: one pooled client, one table
+from aioseq._store import DynamoStore as DynamoStore
+
+# configuration
+from aioseq.config import DEFAULT_TABLE_NAME as DEFAULT_TABLE_NAME
+from aioseq.config import MAX_NUMBER as MAX_NUMBER
+from aioseq.config import RetryPolicy as RetryPolicy
+from aioseq.config import TableSpec as TableSpec
+
+# errors
+from aioseq.errors import AioseqError as AioseqError
+from aioseq.errors import ConditionFailed as ConditionFailed
+from aioseq.errors import ConfigurationError as ConfigurationError
+from aioseq.errors import ConnectionFailed as ConnectionFailed
+from aioseq.errors import CounterValueInvalid as CounterValueInvalid
+from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
+from aioseq.errors import NumberOutOfRange as NumberOutOfRange
+from aioseq.errors import RetriesExhausted as RetriesExhausted
+from aioseq.errors import ServiceUnavailable as ServiceUnavailable
+from aioseq.errors import StoreClosed as StoreClosed
+from aioseq.errors import StoreError as StoreError
+from aioseq.errors import TableNotFound as TableNotFound
+from aioseq.errors import Throttled as Throttled
+from aioseq.errors import TransactionCanceled as TransactionCanceled
+from aioseq.errors import TransactionConflict as TransactionConflict
+from aioseq.errors import ValidationFailed as ValidationFailed
+
+# strategies
+from aioseq.strategies import AtomicCounter as AtomicCounter
+from aioseq.strategies import GaplessCounter as GaplessCounter
+from aioseq.strategies import OptimisticCounter as OptimisticCounter
+from aioseq.strategies import SortKeyCounter as SortKeyCounter
+
+# value types
+from aioseq.types import CounterStatistics as CounterStatistics
+from aioseq.types import ItemCounter as ItemCounter
+from aioseq.types import SequenceSource as SequenceSource
+
+try:
+    __version__ = version("aioseq")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "DEFAULT_TABLE_NAME",
+    "MAX_NUMBER",
+    "AioseqError",
+    "AtomicCounter",
+    "ConditionFailed",
+    "ConfigurationError",
+    "ConnectionFailed",
+    "CounterStatistics",
+    "CounterValueInvalid",
+    "DynamoStore",
+    "GaplessCounter",
+    "ItemAlreadyExists",
+    "ItemCounter",
+    "NumberOutOfRange",
+    "OptimisticCounter",
+    "RetriesExhausted",
+    "RetryPolicy",
+    "SequenceSource",
+    "ServiceUnavailable",
+    "SortKeyCounter",
+    "StoreClosed",
+    "StoreError",
+    "TableNotFound",
+    "TableSpec",
+    "Throttled",
+    "TransactionCanceled",
+    "TransactionConflict",
+    "ValidationFailed",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = "aioseq"
+del _name, _obj

@@ -1,0 +1,488 @@
+"""``DynamoStore``: the one place in aioseq that talks to botocore.
+
+It holds one long-lived DynamoDB client (opened here, or borrowed from the application), sends
+every request aioseq makes, counts them, and translates DynamoDB's errors into aioseq's by error
+code. The strategies build requests; they never see botocore.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from contextlib import AsyncExitStack
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import aioboto3
+from aiobotocore.config import AioConfig
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer  # type: ignore[import-untyped]
+from botocore.exceptions import ClientError, HTTPClientError, WaiterError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+
+from aioseq.config import DEFAULT_TABLE_NAME, MAX_KEY_BYTES, MAX_NUMBER, RetryPolicy, TableSpec
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    ConnectionFailed,
+    CounterValueInvalid,
+    NumberOutOfRange,
+    ServiceUnavailable,
+    StoreClosed,
+    StoreError,
+    TableNotFound,
+    Throttled,
+    TransactionCanceled,
+    TransactionConflict,
+    ValidationFailed,
+)
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+__all__ = ["DynamoStore"]
+
+log = logging.getLogger("aioseq")
+
+AttributeValue = dict[str, Any]
+Item = dict[str, AttributeValue]
+
+#: DynamoDB error code -> aioseq error class (ADY's ``ERRORS``, HC's ``map_exceptions``).
+_ERRORS: dict[str, type[StoreError]] = {
+    "ConditionalCheckFailedException": ConditionFailed,
+    "TransactionCanceledException": TransactionCanceled,
+    "ResourceNotFoundException": TableNotFound,
+    "ValidationException": ValidationFailed,
+    "ProvisionedThroughputExceededException": Throttled,
+    "ThrottlingException": Throttled,
+    "RequestLimitExceeded": Throttled,
+    "TransactionConflictException": TransactionConflict,
+    "TransactionInProgressException": TransactionConflict,
+    "InternalServerError": ServiceUnavailable,
+    "ServiceUnavailable": ServiceUnavailable,
+}
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+#: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
+LOCAL_REGION = "us-east-1"
+
+
+def configured_endpoint(endpoint_url: str | None = None) -> str | None:
+    """The endpoint that botocore will use: ``endpoint_url``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
+    else ``AWS_ENDPOINT_URL``; ``None`` means AWS itself."""
+    return (
+        endpoint_url
+        or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or None
+    )
+
+
+def translate(error: Exception, operation: str) -> StoreError:
+    """Turn a botocore error into the matching aioseq :class:`~aioseq.errors.StoreError`."""
+    if isinstance(error, ClientError):
+        response: Mapping[str, Any] = error.response
+        code = str(response.get("Error", {}).get("Code", ""))
+        message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
+        cls = _ERRORS.get(code)
+        if cls is None:
+            status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            cls = ServiceUnavailable if status >= 500 else StoreError
+        if cls is ConditionFailed:
+            item = response.get("Item")
+            return ConditionFailed(message, code=code, operation=operation, item=item)
+        if cls is TransactionCanceled:
+            return TransactionCanceled(
+                message,
+                code=code,
+                operation=operation,
+                cancellation_reasons=response.get("CancellationReasons", ()),
+            )
+        return cls(message, code=code, operation=operation)
+    return ConnectionFailed(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+
+
+def check_key(key: object, what: str = "counter key") -> str:
+    """Validate a counter key / partition key value: a non-empty ``str`` of at most
+    ``MAX_KEY_BYTES`` UTF-8 bytes. Raises :class:`ConfigurationError`."""
+    if not isinstance(key, str):
+        raise ConfigurationError(f"{what} must be a str, not {type(key).__name__}")
+    if not key:
+        raise ConfigurationError(f"{what} must not be empty")
+    if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise ConfigurationError(f"{what} must be at most {MAX_KEY_BYTES} UTF-8 bytes")
+    return key
+
+
+def check_count(n: object, what: str = "count", *, maximum: int = MAX_NUMBER) -> int:
+    """Validate a positive whole count (``bool`` is not one). Raises :class:`ConfigurationError`."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise ConfigurationError(f"{what} must be an int, not {type(n).__name__}")
+    if not 1 <= n <= maximum:
+        raise ConfigurationError(f"{what} must be between 1 and {maximum}: {n}")
+    return n
+
+
+def number(n: int) -> AttributeValue:
+    """An ``N`` AttributeValue. Raises :class:`NumberOutOfRange` beyond 38 digits."""
+    if not -MAX_NUMBER <= n <= MAX_NUMBER:
+        raise NumberOutOfRange(n)
+    return {"N": str(n)}
+
+
+def parse_counter(item: Mapping[str, AttributeValue] | None, key: str, attribute: str) -> int:
+    """The whole number in ``item[attribute]``; 0 when the item or the attribute is missing.
+
+    Raises:
+        CounterValueInvalid: the attribute is not a Number, or not a whole one.
+    """
+    if not item or attribute not in item:
+        return 0
+    value = item[attribute]
+    if set(value) != {"N"}:
+        raise CounterValueInvalid(key, attribute, value)
+    parsed = Decimal(value["N"])
+    if parsed != parsed.to_integral_value():
+        raise CounterValueInvalid(key, attribute, value)
+    return int(parsed)
+
+
+def serialize(item: Mapping[str, Any]) -> Item:
+    """Plain Python values -> DynamoDB AttributeValues (boto3's ``TypeSerializer``: ``int`` and
+    ``Decimal`` become N, ``str`` S, ``bytes`` B, ``dict`` M, ``list`` L, ``set`` SS/NS/BS...).
+
+    Raises:
+        ConfigurationError: a value has no DynamoDB type (``float`` included: use ``Decimal``).
+    """
+    try:
+        return {str(name): _serializer.serialize(value) for name, value in item.items()}
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"item cannot be stored in DynamoDB: {exc}") from exc
+
+
+def deserialize(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
+    """DynamoDB AttributeValues -> plain Python values (numbers become ``Decimal``)."""
+    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+
+
+class DynamoStore:
+    """One DynamoDB client and one table, shared by every strategy and allocator.
+
+    Make one per application and keep it for the application's life (in FastAPI's lifespan, in
+    aiohttp's ``cleanup_ctx``): it pools connections, so ``next()`` never opens a client.
+
+    Two ways to get one:
+
+    - ``async with DynamoStore.open(endpoint_url=...) as store:`` opens and owns an aioboto3
+      session and client, and closes them on exit (``store = await DynamoStore.open()`` and
+      ``await store.aclose()`` work too).
+    - ``DynamoStore(client, table)`` borrows a client the application already has (from
+      ``aioboto3.Session().client("dynamodb")``) and never closes it.
+
+    Counters are made from it: :meth:`atomic_counter`, :meth:`optimistic_counter`,
+    :meth:`sort_key_counter`, :meth:`gapless_counter`.
+
+    Parameters:
+        client: an open aiobotocore DynamoDB client.
+        table: the table's name, or its full :class:`~aioseq.config.TableSpec`.
+        retry_policy: how strategies made from this store retry.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: TableSpec | str = DEFAULT_TABLE_NAME,
+        *,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self.client = client
+        self.table = table if isinstance(table, TableSpec) else TableSpec(name=table)
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._requests: Counter[str] = Counter()
+        self._exit_stack: AsyncExitStack | None = None
+        self._closed = False
+        client.meta.events.register("before-send.dynamodb", self._count_request)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    @staticmethod
+    def open(
+        *,
+        table: TableSpec | str = DEFAULT_TABLE_NAME,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        max_pool_connections: int = 50,
+        connect_timeout_secs: float = 5.0,
+        read_timeout_secs: float = 10.0,
+        retry_policy: RetryPolicy | None = None,
+        session: aioboto3.Session | None = None,
+    ) -> _Opening:
+        """Open an aioboto3 session and one DynamoDB client that this store owns.
+
+        Endpoint and region come from the usual places: ``endpoint_url=``, else botocore's
+        ``AWS_ENDPOINT_URL_DYNAMODB`` / ``AWS_ENDPOINT_URL``; ``region_name=``, else
+        ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the profile; credentials from the default chain.
+        With a custom endpoint (DynamoDB Local, moto) and nothing configured, the region defaults
+        to ``us-east-1`` and the credentials to a dummy pair, which local servers accept.
+
+        botocore's own retries are switched off (``total_max_attempts=1``): ``retry_policy`` is
+        the only retry policy that runs.
+
+        Parameters:
+            table: the table's name or :class:`~aioseq.config.TableSpec`.
+            endpoint_url: e.g. ``"http://127.0.0.1:8000"``.
+            region_name: e.g. ``"eu-west-1"``.
+            max_pool_connections: HTTP connections kept open (>= 1).
+            connect_timeout_secs, read_timeout_secs: per request, in seconds.
+            retry_policy: see :class:`~aioseq.config.RetryPolicy`.
+            session: an aioboto3 session to make the client from (default: a new one).
+
+        Returns:
+            an awaitable that is also an async context manager, giving the open store.
+
+        Raises:
+            ConfigurationError: a bad argument.
+        """
+        check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
+        for name, value in (
+            ("connect_timeout_secs", connect_timeout_secs),
+            ("read_timeout_secs", read_timeout_secs),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigurationError(f"{name} must be a positive number: {value!r}")
+        spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
+
+        async def open_store() -> DynamoStore:
+            aws = session or aioboto3.Session()
+            endpoint = configured_endpoint(endpoint_url)
+            client_args: dict[str, Any] = {}
+            if endpoint_url:
+                client_args["endpoint_url"] = endpoint_url
+            region = region_name or aws.region_name
+            if region is None and endpoint is not None:
+                region = LOCAL_REGION
+            if endpoint is not None and await aws.get_credentials() is None:  # type: ignore[misc]
+                log.info("no AWS credentials found; using dummy ones for %s", endpoint)
+                client_args["aws_access_key_id"] = "aioseq-local"
+                client_args["aws_secret_access_key"] = "aioseq-local"
+            config = AioConfig(
+                max_pool_connections=max_pool_connections,
+                connect_timeout=connect_timeout_secs,
+                read_timeout=read_timeout_secs,
+                retries={"mode": "standard", "total_max_attempts": 1},
+            )
+            stack = AsyncExitStack()
+            client = await stack.enter_async_context(
+                aws.client("dynamodb", region_name=region, config=config, **client_args)
+            )
+            store = DynamoStore(client, spec, retry_policy=retry_policy)
+            store._exit_stack = stack
+            return store
+
+        return _Opening(open_store)
+
+    async def aclose(self) -> None:
+        """Close the client if this store opened it (a borrowed one stays open). Idempotent.
+        Counters made from this store raise :class:`~aioseq.errors.StoreClosed` afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
+        if self._exit_stack is not None:
+            await self._exit_stack.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`aclose`."""
+        return self._closed
+
+    async def __aenter__(self) -> DynamoStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<DynamoStore table={self.table.name!r} {state}"
+            f" requests={sum(self._requests.values())}>"
+        )
+
+    # --- the counters -----------------------------------------------------------------------
+
+    def atomic_counter(self, key: str) -> AtomicCounter:
+        """An :class:`~aioseq.strategies.AtomicCounter` on counter ``key``."""
+        from aioseq.strategies.counter import AtomicCounter
+
+        return AtomicCounter(self, key)
+
+    def optimistic_counter(self, key: str, **options: Any) -> OptimisticCounter:
+        """An :class:`~aioseq.strategies.OptimisticCounter` on counter ``key``."""
+        from aioseq.strategies.optimistic import OptimisticCounter
+
+        return OptimisticCounter(self, key, **options)
+
+    def sort_key_counter(self, partition: str, **options: Any) -> SortKeyCounter:
+        """A :class:`~aioseq.strategies.SortKeyCounter` on item collection ``partition``."""
+        from aioseq.strategies.sort_key import SortKeyCounter
+
+        return SortKeyCounter(self, partition, **options)
+
+    def gapless_counter(self, key: str, **options: Any) -> GaplessCounter:
+        """A :class:`~aioseq.strategies.GaplessCounter` on counter ``key``."""
+        from aioseq.strategies.transactional import GaplessCounter
+
+        return GaplessCounter(self, key, **options)
+
+    # --- requests ---------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> Counter[str]:
+        """HTTP requests sent to DynamoDB through this client since the store was made, by API
+        operation (``{"UpdateItem": 12, ...}``), counted by a botocore ``before-send`` event
+        hook, so a borrowed client's own retries count too. A copy."""
+        return Counter(self._requests)
+
+    def _count_request(self, event_name: str, **kwargs: Any) -> None:
+        self._requests[event_name.rsplit(".", 1)[-1]] += 1
+
+    async def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        """Send one DynamoDB API request (``operation`` as botocore's method name, e.g.
+        ``"update_item"``) and return its response.
+
+        Raises:
+            StoreClosed: after :meth:`aclose`.
+            StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
+        """
+        if self._closed:
+            raise StoreClosed("this DynamoStore is closed")
+        method = getattr(self.client, operation)
+        try:
+            response: dict[str, Any] = await method(**params)
+        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
+            raise translate(exc, _operation_name(operation)) from exc
+        return response
+
+    # --- keys -------------------------------------------------------------------------------
+
+    def counter_item_key(self, key: str) -> Item:
+        """The primary key of counter ``key``'s counter item, as AttributeValues."""
+        spec = self.table
+        item_key: Item = {spec.partition_key: {"S": key}}
+        if spec.sort_key is not None:
+            item_key[spec.sort_key] = _serializer.serialize(spec.counter_sort_key)
+        return item_key
+
+    # --- the table --------------------------------------------------------------------------
+
+    async def create_table(self, *, timeout_secs: float = 60.0) -> bool:
+        """Create the table (on-demand, ``PAY_PER_REQUEST``) if it does not exist, and wait until
+        it is ``ACTIVE``. Idempotent: an existing table is checked, not changed.
+
+        DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until active (a botocore
+        waiter polling every second, at most ``timeout_secs``).
+
+        Returns:
+            True if this call created the table, False if it existed.
+
+        Raises:
+            ConfigurationError: the existing table's key schema is not the one
+                :class:`~aioseq.config.TableSpec` describes.
+            StoreError: the table did not become active in time, or DynamoDB refused.
+        """
+        spec = self.table
+        key_schema = [{"AttributeName": spec.partition_key, "KeyType": "HASH"}]
+        attributes = [{"AttributeName": spec.partition_key, "AttributeType": "S"}]
+        if spec.sort_key is not None:
+            key_schema.append({"AttributeName": spec.sort_key, "KeyType": "RANGE"})
+            attributes.append({"AttributeName": spec.sort_key, "AttributeType": spec.sort_key_type})
+        try:
+            await self.call(
+                "create_table",
+                TableName=spec.name,
+                KeySchema=key_schema,
+                AttributeDefinitions=attributes,
+                BillingMode="PAY_PER_REQUEST",
+            )
+            created = True
+        except StoreError as exc:
+            if exc.code != "ResourceInUseException":
+                raise
+            created = False
+        if self._closed:
+            raise StoreClosed("this DynamoStore is closed")
+        try:
+            await self.client.get_waiter("table_exists").wait(
+                TableName=spec.name,
+                WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout_secs))},
+            )
+        except WaiterError as exc:
+            raise StoreError(f"table {spec.name!r} is not active: {exc}") from exc
+        if not created:
+            await self.check_table()
+        return created
+
+    async def check_table(self) -> None:
+        """Check that the table exists with the key schema of :attr:`table`.
+
+        DynamoDB calls: one ``DescribeTable`` (no capacity units).
+
+        Raises:
+            TableNotFound: the table does not exist.
+            ConfigurationError: its key schema differs from :attr:`table`.
+        """
+        spec = self.table
+        described = (await self.call("describe_table", TableName=spec.name))["Table"]
+        types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
+        found = {
+            k["KeyType"]: (k["AttributeName"], types.get(k["AttributeName"]))
+            for k in described["KeySchema"]
+        }
+        wanted = {"HASH": (spec.partition_key, "S")}
+        if spec.sort_key is not None:
+            wanted["RANGE"] = (spec.sort_key, spec.sort_key_type)
+        if found != wanted:
+            raise ConfigurationError(
+                f"table {spec.name!r} has key schema {found}, aioseq expects {wanted}"
+            )
+
+    async def delete_table(self) -> None:
+        """Delete the table (``DeleteTable``). For tests and demos."""
+        await self.call("delete_table", TableName=self.table.name)
+
+
+def _operation_name(method: str) -> str:
+    """``"update_item"`` -> ``"UpdateItem"``."""
+    return "".join(part.capitalize() for part in method.split("_"))
+
+
+class _Opening:
+    """What :meth:`DynamoStore.open` returns: await it, or use it with ``async with``."""
+
+    def __init__(self, open_store: Callable[[], Awaitable[DynamoStore]]) -> None:
+        self._open_store = open_store
+        self._store: DynamoStore | None = None
+
+    def __await__(self) -> Generator[Any, None, DynamoStore]:
+        return self._open_store().__await__()
+
+    async def __aenter__(self) -> DynamoStore:
+        self._store = await self._open_store()
+        return self._store
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._store is not None:
+            await self._store.aclose()
+
+
+if TYPE_CHECKING:
+    from aioseq.strategies.counter import AtomicCounter
+    from aioseq.strategies.optimistic import OptimisticCounter
+    from aioseq.strategies.sort_key import SortKeyCounter
+    from aioseq.strategies.transactional import GaplessCounter

@@ -1,0 +1,206 @@
+"""The errors aioseq raises.
+
+Every error derives from :class:`AioseqError`. botocore's ``ClientError`` never reaches the
+caller: ``aioseq._store`` translates DynamoDB error codes at one boundary (the ``_ERRORS`` table
+there) and chains the original as ``__cause__``.
+
+Misuse (bad arguments, bad configuration) raises :class:`ConfigurationError`, which is also a
+``ValueError``, before any request is sent, so nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "AioseqError",
+    "ConditionFailed",
+    "ConfigurationError",
+    "ConnectionFailed",
+    "CounterValueInvalid",
+    "ItemAlreadyExists",
+    "NumberOutOfRange",
+    "RetriesExhausted",
+    "ServiceUnavailable",
+    "StoreClosed",
+    "StoreError",
+    "TableNotFound",
+    "Throttled",
+    "TransactionCanceled",
+    "TransactionConflict",
+    "ValidationFailed",
+]
+
+
+class AioseqError(Exception):
+    """Base class of every error aioseq raises."""
+
+
+class ConfigurationError(AioseqError, ValueError):
+    """An argument or setting is invalid. Raised before any request is sent."""
+
+
+class StoreClosed(AioseqError, RuntimeError):
+    """The store (or an object bound to it) was used after ``aclose()``."""
+
+
+class NumberOutOfRange(AioseqError, OverflowError):
+    """A number would not fit DynamoDB's Number type (38 significant digits).
+
+    Attributes:
+        value: the number that does not fit.
+    """
+
+    def __init__(self, value: int, message: str | None = None) -> None:
+        self.value = value
+        super().__init__(message or f"{value} has more than 38 digits, DynamoDB's Number limit")
+
+
+class CounterValueInvalid(AioseqError):
+    """The counter item exists but its value attribute is not a whole number.
+
+    Attributes:
+        key: the counter key.
+        attribute: the value attribute's name.
+        found: what the attribute holds, as DynamoDB returned it (an AttributeValue dict), or
+            ``None`` when the attribute is missing but was required.
+    """
+
+    def __init__(self, key: str, attribute: str, found: Mapping[str, Any] | None) -> None:
+        self.key = key
+        self.attribute = attribute
+        self.found = found
+        kind = next(iter(found), "?") if found else "nothing"
+        super().__init__(
+            f"counter {key!r}: attribute {attribute!r} holds {kind}-typed data, not a whole number"
+        )
+
+
+class RetriesExhausted(AioseqError):
+    """The retry policy ran out of attempts or time.
+
+    Attributes:
+        attempts: how many attempts were made (1 = no retry).
+        last_error: the error of the last attempt (also ``__cause__``).
+    """
+
+    def __init__(self, attempts: int, last_error: BaseException | None) -> None:
+        self.attempts = attempts
+        self.last_error = last_error
+        super().__init__(f"gave up after {attempts} attempts; last error: {last_error!r}")
+
+
+class ItemAlreadyExists(AioseqError):
+    """The item to store already exists (its primary key is taken); nothing was written.
+
+    Attributes:
+        key: the primary key of the item that exists, as plain Python values.
+    """
+
+    def __init__(self, key: Mapping[str, Any]) -> None:
+        self.key = dict(key)
+        super().__init__(f"an item with key {self.key!r} already exists; nothing was written")
+
+
+# --- errors translated from DynamoDB's responses (see aioseq._store) ---------------------------
+
+
+class StoreError(AioseqError):
+    """DynamoDB (or the connection to it) answered with an error.
+
+    Attributes:
+        code: DynamoDB's error code (``"ValidationException"`` ...), or the botocore exception
+            name for connection errors.
+        operation: the API operation (``"UpdateItem"`` ...).
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+        self.code = code
+        self.operation = operation
+        super().__init__(message)
+
+
+class TableNotFound(StoreError):
+    """The table does not exist (``ResourceNotFoundException``). Create it with
+    ``DynamoStore.create_table()`` or ``aioseq create-table``."""
+
+
+class ValidationFailed(StoreError):
+    """DynamoDB rejected the request as invalid (``ValidationException``)."""
+
+
+class ConditionFailed(StoreError):
+    """A condition expression was false (``ConditionalCheckFailedException``).
+
+    Attributes:
+        item: the item as it is now, as DynamoDB AttributeValues, when the request asked for
+            ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` and the item exists; else ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        item: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, code=code, operation=operation)
+        self.item = dict(item) if item is not None else None
+
+
+class TransactionCanceled(StoreError):
+    """``TransactWriteItems`` was canceled; nothing in it was written.
+
+    Attributes:
+        cancellation_reasons: one dict per action, in request order, as DynamoDB returned them:
+            ``{"Code": "None" | "ConditionalCheckFailed" | "TransactionConflict" | ...,
+            "Item": {...} (optional)}``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        cancellation_reasons: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        super().__init__(message, code=code, operation=operation)
+        self.cancellation_reasons = [dict(r) for r in cancellation_reasons]
+
+    @property
+    def codes(self) -> list[str]:
+        """The reason code of each action, in request order."""
+        return [str(r.get("Code", "None")) for r in self.cancellation_reasons]
+
+
+class Throttled(StoreError):
+    """DynamoDB asked us to slow down (``ProvisionedThroughputExceededException``,
+    ``ThrottlingException``, ``RequestLimitExceeded``). Retryable."""
+
+    retryable = True
+
+
+class TransactionConflict(StoreError):
+    """Another transaction was working on the same item (``TransactionConflictException``).
+    Retryable."""
+
+    retryable = True
+
+
+class ServiceUnavailable(StoreError):
+    """DynamoDB failed on its side (``InternalServerError``, HTTP 5xx). Retryable; the request
+    may or may not have been applied."""
+
+    retryable = True
+
+
+class ConnectionFailed(StoreError):
+    """The request or its response was lost on the way (connection refused or reset, timeout).
+    Retryable; the request may or may not have been applied."""
+
+    retryable = True

@@ -1,0 +1,133 @@
+"""What every strategy object shares: its store, its counter key, its statistics."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aioseq import _retry
+from aioseq._store import check_count, check_key, parse_counter
+from aioseq.errors import ConditionFailed, StoreClosed, TransactionCanceled
+from aioseq.types import CounterStatistics
+
+if TYPE_CHECKING:
+    from aioseq._store import DynamoStore
+
+T = TypeVar("T")
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A lost race: a condition on the counter item (or the candidate key) was false."""
+    if isinstance(exc, ConditionFailed):
+        return True
+    return isinstance(exc, TransactionCanceled) and "ConditionalCheckFailed" in exc.codes
+
+
+class Strategy:
+    """Base of the strategy classes: binds a store and a key, counts what it does.
+
+    Parameters:
+        store: the :class:`~aioseq.DynamoStore` to send requests through.
+        key: the counter key (partition key value): a non-empty ``str`` of at most 1024 bytes.
+        max_in_flight: for the strategies whose writes are conditional, how many calls on this
+            object may race for the next number at once; the others wait their turn in FIFO
+            order. Calls in one process racing each other only burn writes (one winner per
+            round trip, O(C**2) requests for C callers), so the default is 1; raise it to
+            measure contention. ``None``: no limit.
+
+    Raises:
+        ConfigurationError: a bad key or ``max_in_flight``.
+    """
+
+    def __init__(self, store: DynamoStore, key: str, *, max_in_flight: int | None = 1) -> None:
+        self.store = store
+        self.key = check_key(key)
+        if max_in_flight is not None:
+            check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
+        self.max_in_flight = max_in_flight
+        self._turns = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        self._numbers = 0
+        self._retries: Counter[str] = Counter()
+        # The counter item as last seen (read, written, or returned by a failed condition);
+        # _seen_known is False until the first read and after a failure that returned nothing.
+        self._seen: dict[str, Any] | None = None
+        self._seen_known = False
+
+    def statistics(self) -> CounterStatistics:
+        """A frozen snapshot of what this object has done."""
+        retries = dict(self._retries)
+        conflicts = sum(n for reason, n in retries.items() if "ConditionalCheckFailed" in reason)
+        return CounterStatistics(numbers=self._numbers, retries=retries, conflicts=conflicts)
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        return (
+            f"<{type(self).__name__} key={self.key!r} table={self.store.table.name!r}"
+            f" numbers={s.numbers} conflicts={s.conflicts}>"
+        )
+
+    def _check_open(self) -> None:
+        if self.store.closed:
+            raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
+
+    async def _retry(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        retry_if: Callable[[BaseException], bool] = _retry.is_transient,
+    ) -> T:
+        """Run ``attempt`` under the store's retry policy, in this object's turn."""
+        if self._turns is None:
+            return await _retry.retry(
+                attempt, policy=self.store.retry_policy, retry_if=retry_if, retries=self._retries
+            )
+        async with self._turns:
+            return await _retry.retry(
+                attempt, policy=self.store.retry_policy, retry_if=retry_if, retries=self._retries
+            )
+
+    async def _read_counter_item(self) -> dict[str, Any] | None:
+        """``GetItem`` of the counter item, strongly consistent (1 RCU); ``None`` if missing."""
+        response = await self.store.call(
+            "get_item",
+            TableName=self.store.table.name,
+            Key=self.store.counter_item_key(self.key),
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    async def _last_seen_value(self) -> tuple[int, bool]:
+        """The counter's value as last seen, reading the counter item only when nothing has been
+        seen yet: ``(value, exists)``, ``exists`` False while the value attribute is missing.
+
+        A conditional write on this guess is always safe: if another writer moved the counter,
+        the condition fails and its ``ALL_OLD`` item (see :meth:`_saw`) corrects the guess.
+        """
+        if not self._seen_known:
+            self._saw(await self._read_counter_item())
+        attribute = self.store.table.value_attribute
+        value = parse_counter(self._seen, self.key, attribute)
+        return value, self._seen is not None and attribute in self._seen
+
+    def _saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
+        """Remember the counter item as it is now (``known=False``: forget it)."""
+        self._seen, self._seen_known = item, known
+
+    def _saw_value(self, value: int) -> None:
+        """Remember that our own write set the counter to ``value``."""
+        self._saw({self.store.table.value_attribute: {"N": str(value)}})
+
+    async def current(self) -> int:
+        """The counter item's value now: the last number handed out (0 if none yet).
+
+        DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), retried on transient errors.
+
+        Raises:
+            CounterValueInvalid: the value attribute is not a whole number.
+            RetriesExhausted, StoreError, StoreClosed.
+        """
+        self._check_open()
+        item = await self._retry(self._read_counter_item)
+        return parse_counter(item, self.key, self.store.table.value_attribute)

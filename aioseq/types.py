@@ -1,0 +1,48 @@
+"""Protocols and value types shared by the strategies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["CounterStatistics", "ItemCounter", "SequenceSource"]
+
+
+@runtime_checkable
+class SequenceSource(Protocol):
+    """What number-first strategies offer (``AtomicCounter``, ``OptimisticCounter``)."""
+
+    async def next(self) -> int:
+        """The next number."""
+        ...
+
+    async def next_many(self, n: int) -> range:
+        """``n`` consecutive numbers, as a ``range`` of length ``n``."""
+        ...
+
+
+@runtime_checkable
+class ItemCounter(Protocol):
+    """What item-first strategies offer (``SortKeyCounter``, ``GaplessCounter``): store an item
+    under the next number and return that number."""
+
+    async def put(self, item: Any = ...) -> int:
+        """Store ``item`` with the next number; return the number."""
+        ...
+
+
+@dataclass(frozen=True)
+class CounterStatistics:
+    """A snapshot of one counter object's work since it was made.
+
+    Attributes:
+        numbers: numbers handed out (or items stored) successfully.
+        retries: retries by reason (DynamoDB error code, or ``TransactionCanceled:<codes>``).
+        conflicts: how many of those retries were lost races (a failed condition on the counter
+            item or on the candidate sort key).
+    """
+
+    numbers: int = 0
+    retries: Mapping[str, int] = field(default_factory=dict)
+    conflicts: int = 0
