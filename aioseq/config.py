@@ -94,10 +94,10 @@ class RetryPolicy:
         sleep: the coroutine used to wait (inject a fake one in tests).
     """
 
-    max_attempts: int = 50
+    max_attempts: int = 100
     max_delay_secs: float = 60.0
     initial_backoff_secs: float = 0.005
-    max_backoff_secs: float = 0.5
+    max_backoff_secs: float = 1.0
     sleep: Sleep = field(default=asyncio.sleep, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -76,15 +76,17 @@ class Strategy:
         self,
         attempt: Callable[[], Awaitable[T]],
         retry_if: Callable[[BaseException], bool] = _retry.is_transient,
+        at_once: Callable[[BaseException], bool] = lambda exc: False,
     ) -> T:
         """Run ``attempt`` under the store's retry policy, in this object's turn."""
+        policy = self.store.retry_policy
         if self._turns is None:
             return await _retry.retry(
-                attempt, policy=self.store.retry_policy, retry_if=retry_if, retries=self._retries
+                attempt, policy=policy, retry_if=retry_if, retries=self._retries, at_once=at_once
             )
         async with self._turns:
             return await _retry.retry(
-                attempt, policy=self.store.retry_policy, retry_if=retry_if, retries=self._retries
+                attempt, policy=policy, retry_if=retry_if, retries=self._retries, at_once=at_once
             )
 
     async def _read_counter_item(self) -> dict[str, Any] | None:

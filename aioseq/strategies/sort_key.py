@@ -36,9 +36,11 @@ class SortKeyCounter(Strategy):
         PutItem  {pk: partition, sk: max + 1, **attributes}
                  ConditionExpression     attribute_not_exists(#pk)
 
-    When the put loses a race (the sort key was just taken), ``on_conflict="increment"`` tries
-    the next sort key without reading, ``"requery"`` queries again; both are retried with
-    jittered backoff up to the store's :class:`~aioseq.config.RetryPolicy`.
+    When the put loses a race (the sort key was just taken), ``on_conflict="requery"`` (the
+    default) queries again, ``"increment"`` tries the next sort key without reading; both are
+    retried with jittered backoff up to the store's :class:`~aioseq.config.RetryPolicy`.
+    ``increment`` saves a query per lost race but falls behind when other writers keep
+    adding items (each attempt moves it up by one only): use it where races are rare.
 
     Sort keys are numbers (table ``sort_key_type="N"``), or zero-padded strings of ``zero_pad``
     digits on a table with ``sort_key_type="S"`` (string sort keys compare character by
@@ -58,7 +60,7 @@ class SortKeyCounter(Strategy):
     Parameters:
         store: the store; its table needs a sort key.
         partition: the partition key value of the item collection (e.g. a project id).
-        on_conflict: ``"increment"`` or ``"requery"``.
+        on_conflict: ``"requery"`` or ``"increment"``.
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
@@ -73,7 +75,7 @@ class SortKeyCounter(Strategy):
         store: DynamoStore,
         partition: str,
         *,
-        on_conflict: OnConflict = "increment",
+        on_conflict: OnConflict = "requery",
         consistent_read: bool = True,
         zero_pad: int | None = None,
         max_in_flight: int | None = 1,
@@ -196,6 +198,11 @@ class SortKeyCounter(Strategy):
                 raise
             return candidate
 
-        stored = await self._retry(attempt, retry_if=lambda e: is_transient(e) or is_conflict(e))
+        stored = await self._retry(
+            attempt,
+            retry_if=lambda e: is_transient(e) or is_conflict(e),
+            # +1 needs no fresh read, so no reason to wait; a requery should wait, then read.
+            at_once=lambda e: self.on_conflict == "increment" and is_conflict(e),
+        )
         self._numbers += 1
         return stored

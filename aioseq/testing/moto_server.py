@@ -12,13 +12,17 @@ Needs the ``server`` extra: ``pip install 'aioseq[server]'``.
 
 from __future__ import annotations
 
+import argparse
+import signal
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
-__all__ = ["SerializedMotoServer"]
+__all__ = ["MotoServerProcess", "SerializedMotoServer", "main"]
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -110,9 +114,7 @@ class SerializedMotoServer:
 
     def reset(self) -> None:
         """Drop every table and item (moto's ``POST /moto-api/reset``, ~10 ms)."""
-        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
-        with urllib.request.urlopen(request, timeout=30):
-            pass
+        _reset(self.endpoint_url)
 
     def __enter__(self) -> SerializedMotoServer:
         self.start()
@@ -129,3 +131,112 @@ class SerializedMotoServer:
     def __repr__(self) -> str:
         state = f"serving {self.endpoint_url}" if self._server is not None else "stopped"
         return f"<SerializedMotoServer {state}>"
+
+
+def _reset(endpoint_url: str) -> None:
+    request = urllib.request.Request(f"{endpoint_url}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+
+
+class MotoServerProcess:
+    """A :class:`SerializedMotoServer` in a child process (``python -m
+    aioseq.testing.moto_server``), so that moto's CPU work runs beside the client's instead of
+    sharing its interpreter lock: about twice the requests per second on two cores. Same
+    interface as :class:`SerializedMotoServer`.
+
+    Parameters:
+        port: the TCP port on 127.0.0.1; 0 picks a free one.
+        startup_timeout_secs: how long to wait for the child to listen.
+
+    Raises:
+        RuntimeError: from :meth:`start`, if the child did not start in time.
+    """
+
+    def __init__(self, port: int = 0, *, startup_timeout_secs: float = 60.0) -> None:
+        self.port = port
+        self.startup_timeout_secs = startup_timeout_secs
+        self._process: subprocess.Popen[str] | None = None
+        self._endpoint_url: str | None = None
+
+    def start(self) -> None:
+        """Start the child and wait until it prints its endpoint. Idempotent."""
+        if self._process is not None:
+            return
+        process = subprocess.Popen(
+            [sys.executable, "-m", "aioseq.testing.moto_server", "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self._process = process
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(self.startup_timeout_secs)
+        if not line or not line[0].startswith("http://"):
+            self.stop()
+            raise RuntimeError("the moto server process did not start")
+        self._endpoint_url = line[0].strip()
+        self.port = int(self._endpoint_url.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        """Stop the child (SIGTERM, then SIGKILL after 10 s). Idempotent."""
+        process, self._process = self._process, None
+        self._endpoint_url = None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        if self._endpoint_url is None:
+            raise RuntimeError("the server is not running; call start() first")
+        return self._endpoint_url
+
+    def reset(self) -> None:
+        """Drop every table and item (moto's ``POST /moto-api/reset``)."""
+        _reset(self.endpoint_url)
+
+    def __enter__(self) -> MotoServerProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"serving {self._endpoint_url}" if self._endpoint_url else "stopped"
+        return f"<MotoServerProcess {state}>"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aioseq.testing.moto_server [--port N]``: serve until SIGTERM or SIGINT;
+    the first line on stdout is the endpoint URL."""
+    parser = argparse.ArgumentParser(prog="python -m aioseq.testing.moto_server")
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with SerializedMotoServer(port=args.port) as server:
+        print(server.endpoint_url, flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""The ``aioseq`` command (also ``python -m aioseq``).
+
+::
+
+    aioseq [--endpoint-url URL] [--region NAME] [--table NAME] COMMAND ...
+
+    create-table                 create the table all strategies use (exit 0 if it exists)
+    next KEY [--strategy S] [--count N] [--concurrency C]
+                                 take N numbers from counter KEY; print each on its own line
+    current KEY [--strategy S]   print the counter's current value
+    demo [--count N] [--concurrency C] [--instances I]
+                                 every strategy, checked, as a table (embedded server if
+                                 no endpoint is configured)
+
+This is a public contract that scripts rely on: ``next`` prints only numbers on stdout, one per
+line, as they are taken; errors go to stderr as one line, with exit status 1 (2 for usage).
+Options may be given before or after the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from aioseq import __version__
+from aioseq._store import DynamoStore
+from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
+from aioseq.errors import AioseqError
+from aioseq.workload import STRATEGIES, make_taker, run_workload
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: the value given before the command survives if none is given after it.
+    common.add_argument(
+        "--endpoint-url",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="DynamoDB endpoint (default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, or AWS)",
+    )
+    common.add_argument(
+        "--region",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help="AWS region (default: usual chain)",
+    )
+    common.add_argument(
+        "--table",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help=f"table name (default: {DEFAULT_TABLE_NAME})",
+    )
+    common.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log to stderr"
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="aioseq",
+        description="Ever-increasing sequence numbers from Amazon DynamoDB.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"aioseq {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser(
+        "create-table",
+        parents=[common],
+        help="create the table (on-demand) if missing, and wait until it is active",
+    )
+
+    take = commands.add_parser(
+        "next", parents=[common], help="take numbers from a counter and print them, one per line"
+    )
+    take.add_argument("key", metavar="KEY", help="the counter key")
+    take.add_argument("--strategy", choices=STRATEGIES, default="atomic")
+    take.add_argument("--count", type=int, default=1, metavar="N", help="numbers to take (1)")
+    take.add_argument(
+        "--concurrency", type=int, default=1, metavar="C", help="concurrent tasks (1)"
+    )
+
+    current = commands.add_parser("current", parents=[common], help="print a counter's value")
+    current.add_argument("key", metavar="KEY", help="the counter key")
+    current.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="atomic",
+        help="sort-key: the highest sort key; others: the counter item's value",
+    )
+
+    demo = commands.add_parser(
+        "demo",
+        parents=[common],
+        help="run every strategy, check the numbers and print a table "
+        "(starts an embedded server when no endpoint is configured)",
+    )
+    demo.add_argument("--count", type=int, default=500, metavar="N", help="per strategy (500)")
+    demo.add_argument("--concurrency", type=int, default=64, metavar="C", help="tasks (64)")
+    demo.add_argument(
+        "--instances",
+        type=int,
+        default=2,
+        metavar="I",
+        help="counter objects the tasks share, like I processes (2)",
+    )
+    demo.add_argument(
+        "--strategy",
+        dest="strategies",
+        action="append",
+        choices=STRATEGIES,
+        help="run only this strategy (repeatable)",
+    )
+    return parser
+
+
+async def _open(args: argparse.Namespace, endpoint_url: str | None = None) -> DynamoStore:
+    return await DynamoStore.open(
+        table=TableSpec(name=getattr(args, "table", DEFAULT_TABLE_NAME)),
+        endpoint_url=endpoint_url or getattr(args, "endpoint_url", None),
+        region_name=getattr(args, "region", None),
+    )
+
+
+async def _create_table(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        created = await store.create_table()
+    print(f"table {store.table.name!r} {'created' if created else 'exists'}", file=sys.stderr)
+    return 0
+
+
+async def _next(args: argparse.Namespace) -> int:
+    out = sys.stdout
+
+    def emit(n: int) -> None:
+        out.write(f"{n}\n")
+        out.flush()
+
+    async with await _open(args) as store:
+        await run_workload(
+            store,
+            args.strategy,
+            args.key,
+            count=args.count,
+            concurrency=args.concurrency,
+            on_number=emit,
+        )
+    return 0
+
+
+async def _current(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        counter, _ = make_taker(store, args.strategy, args.key)
+        print(await counter.current())
+    return 0
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    from aioseq.demo import embedded_or_configured_endpoint, format_table, run_demo
+
+    with embedded_or_configured_endpoint(getattr(args, "endpoint_url", None)) as (
+        endpoint,
+        embedded,
+    ):
+        where = "embedded moto server (serialized)" if embedded else endpoint
+        print(
+            f"aioseq demo: {args.count} numbers per strategy, {args.concurrency} tasks sharing "
+            f"{args.instances} counter objects, on {where}",
+            flush=True,
+        )
+        rows = await run_demo(
+            endpoint_url=endpoint,
+            region_name=getattr(args, "region", None),
+            table=TableSpec(name=getattr(args, "table", DEFAULT_TABLE_NAME)),
+            count=args.count,
+            concurrency=args.concurrency,
+            instances=args.instances,
+            strategies=args.strategies or STRATEGIES,
+            fresh_table=embedded,
+        )
+    print(format_table(rows))
+    failed = [r.strategy for r in rows if not r.ok]
+    if failed:
+        print(f"aioseq demo: FAILED checks: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    print("all checks passed: no duplicates; no gaps where a strategy promises none")
+    return 0
+
+
+_COMMANDS = {"create-table": _create_table, "next": _next, "current": _current, "demo": _demo}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    args = _parser().parse_args(argv)
+    verbosity = getattr(args, "verbose", 0)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING - 10 * min(verbosity, 2),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return asyncio.run(_COMMANDS[args.command](args))
+    except AioseqError as exc:
+        print(f"aioseq {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # stdout closed early (| head): not an error
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Take N numbers from one counter key with C concurrent tasks: what ``aioseq next``, the demo
+and the benchmarks run, and how they check the result."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from aioseq._store import DynamoStore, check_count
+from aioseq.errors import ConfigurationError
+from aioseq.strategies._base import Strategy
+
+__all__ = [
+    "GAPLESS_STRATEGIES",
+    "STRATEGIES",
+    "Check",
+    "Run",
+    "StrategyName",
+    "check_numbers",
+    "make_taker",
+    "run_workload",
+    "stored_numbers",
+]
+
+StrategyName = Literal["atomic", "optimistic", "sort-key", "transactional"]
+STRATEGIES: tuple[StrategyName, ...] = ("atomic", "optimistic", "sort-key", "transactional")
+#: Strategies that promise no gaps among stored items.
+GAPLESS_STRATEGIES: frozenset[str] = frozenset({"sort-key", "transactional"})
+
+Take = Callable[[], Awaitable[int]]
+
+
+def make_taker(store: DynamoStore, strategy: str, key: str) -> tuple[Strategy, Take]:
+    """A counter object for ``strategy`` on ``key`` and a coroutine function that takes one
+    number from it. The item-writing strategies store a small item ``{pk: key, sk: n}`` per
+    number, in the collection whose counter item (if any) is ``{pk: key, sk: 0}``.
+
+    Raises:
+        ConfigurationError: an unknown strategy or a bad key.
+    """
+    table = store.table
+    if strategy == "atomic":
+        atomic = store.atomic_counter(key)
+        return atomic, atomic.next
+    if strategy == "optimistic":
+        optimistic = store.optimistic_counter(key)
+        return optimistic, optimistic.next
+    if strategy == "sort-key":
+        sort_key = store.sort_key_counter(key)
+        return sort_key, sort_key.put
+    if strategy == "transactional":
+        gapless = store.gapless_counter(key)
+        sort_key_name = table.sort_key or "sk"
+
+        async def put() -> int:
+            return await gapless.put(lambda n: {table.partition_key: key, sort_key_name: n})
+
+        return gapless, put
+    raise ConfigurationError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+
+
+@dataclass(frozen=True)
+class Run:
+    """What :func:`run_workload` did.
+
+    Attributes:
+        numbers: every number taken, in the order the calls returned.
+        wall_secs: elapsed wall-clock time, in seconds.
+        requests: DynamoDB requests sent during the run, by operation.
+        retries: retries by reason, summed over the run's counter objects.
+        conflicts: lost races (failed conditions), summed likewise.
+    """
+
+    numbers: list[int]
+    wall_secs: float
+    requests: Counter[str]
+    retries: Counter[str]
+    conflicts: int
+
+
+async def run_workload(
+    store: DynamoStore,
+    strategy: str,
+    key: str,
+    *,
+    count: int,
+    concurrency: int,
+    instances: int = 1,
+    on_number: Callable[[int], None] | None = None,
+) -> Run:
+    """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
+
+    The tasks share ``instances`` counter objects round-robin: several objects on one key behave
+    like that many processes (each object lets one conditional write race at a time), so
+    ``instances > 1`` shows contention between writers.
+
+    Parameters:
+        store: the store to use.
+        strategy: one of :data:`STRATEGIES`.
+        key: the counter key.
+        count, concurrency, instances: positive ints.
+        on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
+
+    Raises:
+        ConfigurationError: bad arguments. Whatever the strategy raises; the other tasks are
+        cancelled first.
+    """
+    check_count(count, "count", maximum=10**9)
+    check_count(concurrency, "concurrency", maximum=100_000)
+    check_count(instances, "instances", maximum=10_000)
+    takers = [make_taker(store, strategy, key) for _ in range(instances)]
+    before = store.requests
+    numbers: list[int] = []
+    remaining = count
+
+    async def worker(take: Take) -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            n = await take()
+            numbers.append(n)
+            if on_number is not None:
+                on_number(n)
+
+    started = time.perf_counter()
+    tasks = [
+        asyncio.ensure_future(worker(takers[i % instances][1]))
+        for i in range(min(concurrency, count))
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    wall = time.perf_counter() - started
+    retries: Counter[str] = Counter()
+    conflicts = 0
+    for counter, _ in takers:
+        stats = counter.statistics()
+        retries.update(stats.retries)
+        conflicts += stats.conflicts
+    return Run(numbers, wall, store.requests - before, retries, conflicts)
+
+
+@dataclass(frozen=True)
+class Check:
+    """The result of :func:`check_numbers`.
+
+    Attributes:
+        duplicates: numbers seen more than once (extra copies counted).
+        gaps: numbers missing between the lowest and highest seen.
+        mismatched_items: for item-writing strategies, numbers handed out without a stored item
+            plus stored items whose number was not handed out; 0 otherwise.
+    """
+
+    duplicates: int
+    gaps: int
+    mismatched_items: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """No duplicates and no mismatched items (gaps are judged by the caller)."""
+        return self.duplicates == 0 and self.mismatched_items == 0
+
+
+def check_numbers(numbers: Iterable[int], stored: Iterable[int] | None = None) -> Check:
+    """Count duplicates and gaps in ``numbers``; compare with ``stored`` item numbers if given."""
+    seen = list(numbers)
+    distinct = set(seen)
+    gaps = (max(distinct) - min(distinct) + 1 - len(distinct)) if distinct else 0
+    mismatched = len(distinct ^ set(stored)) if stored is not None else 0
+    return Check(duplicates=len(seen) - len(distinct), gaps=gaps, mismatched_items=mismatched)
+
+
+async def stored_numbers(store: DynamoStore, partition: str) -> list[int]:
+    """The sort keys >= 1 of the items in collection ``partition`` (the numbered items), read
+    with paginated, strongly consistent ``Query`` requests (0.5 RCU per 4 KB read)."""
+    table = store.table
+    if table.sort_key is None:
+        raise ConfigurationError("the table has no sort key")
+    numbers: list[int] = []
+    params: dict[str, object] = {
+        "TableName": table.name,
+        "KeyConditionExpression": "#pk = :partition",
+        "ExpressionAttributeNames": {"#pk": table.partition_key, "#sk": table.sort_key},
+        "ExpressionAttributeValues": {":partition": {"S": partition}},
+        "ProjectionExpression": "#sk",
+        "ConsistentRead": True,
+    }
+    while True:
+        page = await store.call("query", **params)
+        for item in page.get("Items", []):
+            value = item[table.sort_key]
+            n = int(value.get("N") or value.get("S"))
+            if n >= 1:
+                numbers.append(n)
+        if "LastEvaluatedKey" not in page:
+            return numbers
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
