@@ -268,8 +268,9 @@ class DynamoStore:
                 region = LOCAL_REGION
             if endpoint is not None and await aws.get_credentials() is None:  # type: ignore[misc]
                 log.info("no AWS credentials found; using dummy ones for %s", endpoint)
-                client_args["aws_access_key_id"] = "aioseq-local"
-                client_args["aws_secret_access_key"] = "aioseq-local"
+                # DynamoDB Local accepts only letters and digits in access key ids.
+                client_args["aws_access_key_id"] = "aioseqlocal"
+                client_args["aws_secret_access_key"] = "aioseqlocal"
             config = AioConfig(
                 max_pool_connections=max_pool_connections,
                 connect_timeout=connect_timeout_secs,

@@ -1,0 +1,39 @@
+"""Servers and fixtures for testing code that uses aioseq (and aioseq itself).
+
+- :class:`SerializedMotoServer` / :class:`MotoServerProcess`: moto's DynamoDB on 127.0.0.1
+  with every request serialized (the ``server`` extra).
+- :class:`DynamoDBLocal`: Amazon DynamoDB Local, started only inside a loopback-only network
+  namespace.
+- pytest fixtures (``aioseq_endpoint``, ``aioseq_store``...), registered automatically as the
+  ``aioseq`` pytest plugin: see :mod:`aioseq.testing.pytest_plugin`.
+
+The names are imported on first use, so that ``python -m aioseq.testing.moto_server`` and
+``python -m aioseq.testing.dynamodb_local`` run their modules once, and importing this package
+imports neither moto nor the launcher.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
+    from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
+    from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
+    from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
+
+__all__ = ["DynamoDBLocal", "DynamoDBLocalUnavailable", "MotoServerProcess", "SerializedMotoServer"]
+
+_MODULES = {
+    "DynamoDBLocal": "aioseq.testing.dynamodb_local",
+    "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
+    "MotoServerProcess": "aioseq.testing.moto_server",
+    "SerializedMotoServer": "aioseq.testing.moto_server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'aioseq.testing' has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULES[name]), name)

@@ -1,0 +1,43 @@
+# Two commands a new machine needs (Python >= 3.10, Node/npm and Java 17 for DynamoDB Local):
+#   make demo   the main job: every strategy on an embedded server (or $AWS_ENDPOINT_URL), checked
+#   make test   the test suite, on the serialized moto server and on Amazon DynamoDB Local
+# Each installs what it needs into .venv/ and .cache/ first.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# CI must not let the DynamoDB Local tests skip; elsewhere they skip with a reason if they can't run.
+AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
+export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
+
+.PHONY: demo test lint clean
+
+demo: $(VENV)/.installed-server
+	$(BIN)/aioseq demo $(ARGS)
+
+test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest $(ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check aioseq tests
+	$(BIN)/ruff format --check aioseq tests
+	$(BIN)/mypy aioseq tests
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed-server: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e '.[server]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed-server
+
+.cache/dynamodb-local/.installed: scripts/install-dynamodb-local
+	scripts/install-dynamodb-local
+	touch $@
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,46 @@
+"""Assertions and raw-table helpers shared by the tests (they talk to the server directly, so
+they can see what aioseq wrote, or make a counter item aioseq would never make)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from aioseq import DynamoStore
+
+
+def assert_distinct(numbers: Iterable[int]) -> list[int]:
+    """No number twice; returns the numbers sorted."""
+    seen = sorted(numbers)
+    duplicates = sorted({n for i, n in enumerate(seen) if i and seen[i - 1] == n})
+    assert not duplicates, f"duplicates: {duplicates[:10]}"
+    return seen
+
+
+def assert_exactly(numbers: Iterable[int], first: int, last: int) -> None:
+    """The numbers are exactly first..last, each once."""
+    seen = assert_distinct(numbers)
+    assert seen == list(range(first, last + 1)), f"not {first}..{last}: {seen[:5]}...{seen[-5:]}"
+
+
+async def put_counter_value(store: DynamoStore, key: str, value: dict[str, Any]) -> None:
+    """Write a counter item whose value attribute is ``value`` (an AttributeValue)."""
+    item = {**store.counter_item_key(key), store.table.value_attribute: value}
+    await store.call("put_item", TableName=store.table.name, Item=item)
+
+
+async def counter_item(store: DynamoStore, key: str) -> dict[str, Any] | None:
+    response = await store.call(
+        "get_item",
+        TableName=store.table.name,
+        Key=store.counter_item_key(key),
+        ConsistentRead=True,
+    )
+    item: dict[str, Any] | None = response.get("Item")
+    return item
+
+
+async def item_count(store: DynamoStore) -> int:
+    """How many items the table holds (a Scan; test tables are small)."""
+    response = await store.call("scan", TableName=store.table.name, Select="COUNT")
+    return int(response["Count"])

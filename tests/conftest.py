@@ -1,0 +1,62 @@
+"""The suite runs every backend-dependent test once per selected server.
+
+Select with ``--backend moto`` (the default), ``--backend dynamodb-local``, or both (repeat the
+option, or set ``AIOSEQ_TEST_BACKENDS=moto,dynamodb-local``). DynamoDB Local runs only inside a
+loopback-only network namespace: ``scripts/in-loopback-netns pytest ...``, which is what the
+README's test command does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+BACKENDS = ("moto", "dynamodb-local")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help="server(s) to run the suite against (default: $AIOSEQ_TEST_BACKENDS or moto)",
+    )
+
+
+def _backends(config: pytest.Config) -> list[str]:
+    chosen = config.getoption("--backend") or [
+        b.strip() for b in os.environ.get("AIOSEQ_TEST_BACKENDS", "moto").split(",") if b.strip()
+    ]
+    unknown = set(chosen) - set(BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"unknown backend(s) {sorted(unknown)}; choose from {BACKENDS}")
+    return list(dict.fromkeys(chosen))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", _backends(metafunc.config), scope="session")
+
+
+@pytest.fixture(autouse=True)
+def _isolate_aws_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads the developer's AWS profile, endpoint or credentials."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    yield
+
+
+@pytest.fixture
+def aioseq_endpoint(request: pytest.FixtureRequest, backend: str) -> str:
+    """The selected backend's endpoint (overrides the plugin's moto-only fixture)."""
+    fixture = "aioseq_moto_server" if backend == "moto" else "aioseq_dynamodb_local"
+    server = request.getfixturevalue(fixture)
+    return str(server.endpoint_url)
