@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
-from aioseq._store import check_count, check_key, parse_counter
+from aioseq._store import check_count, check_key, number, parse_counter
 from aioseq.errors import ConditionFailed, StoreClosed, TransactionCanceled
 from aioseq.types import CounterStatistics
 
@@ -112,6 +112,26 @@ class Strategy:
         attribute = self.store.table.value_attribute
         value = parse_counter(self._seen, self.key, attribute)
         return value, self._seen is not None and attribute in self._seen
+
+    def _counter_write(self, current: int, new: int, *, exists: bool) -> dict[str, Any]:
+        """The condition and placeholders of a write that moves the counter item's value from
+        ``current`` to ``new`` (``:next``): ``#value = :current``, or, while the value does not
+        exist, ``attribute_not_exists(#value)``, so a new counter item is created race-free.
+
+        Raises:
+            NumberOutOfRange: ``new`` passes 38 digits.
+        """
+        values: dict[str, Any] = {":next": number(new)}
+        if exists:
+            condition = "#value = :current"
+            values[":current"] = number(current)
+        else:
+            condition = "attribute_not_exists(#value)"
+        return {
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#value": self.store.table.value_attribute},
+            "ExpressionAttributeValues": values,
+        }
 
     def _saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._retry import is_transient
-from aioseq._store import check_count, number
+from aioseq._store import check_count
 from aioseq.errors import ConditionFailed, ConfigurationError
 from aioseq.strategies._base import Strategy, is_conflict
 
@@ -110,18 +110,12 @@ class OptimisticCounter(Strategy):
 
     async def _write(self, current: int, new: int, *, exists: bool) -> None:
         table = self.store.table
-        names = {"#value": table.value_attribute}
-        values: dict[str, Any] = {":next": number(new)}
-        if exists:
-            condition = "#value = :current"
-            values[":current"] = number(current)
-        else:
-            condition = "attribute_not_exists(#value)"
+        write = self._counter_write(current, new, exists=exists)
+        values = write.pop("ExpressionAttributeValues")
         common: dict[str, Any] = {
             "TableName": table.name,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **write,
         }
         key = self.store.counter_item_key(self.key)
         if self.write == "update":

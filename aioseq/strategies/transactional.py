@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aioseq._retry import is_transient
-from aioseq._store import check_key, deserialize, number, serialize
+from aioseq._store import check_key, deserialize, serialize
 from aioseq.errors import (
     ConfigurationError,
     ItemAlreadyExists,
@@ -146,12 +146,7 @@ class GaplessCounter(Strategy):
             nonlocal token, token_for
             current, exists = await self._last_seen_value()
             new = current + 1
-            values: dict[str, Any] = {":next": number(new)}
-            if exists:
-                condition = "#value = :current"
-                values[":current"] = number(current)
-            else:
-                condition = "attribute_not_exists(#value)"
+            counter_write = self._counter_write(current, new, exists=exists)
             numbered = self._make_item(item, new)
             if token is None or token_for != current:
                 token, token_for = str(uuid.uuid4()), current
@@ -165,10 +160,8 @@ class GaplessCounter(Strategy):
                                 "TableName": table.name,
                                 "Key": self.store.counter_item_key(self.key),
                                 "UpdateExpression": "SET #value = :next",
-                                "ConditionExpression": condition,
-                                "ExpressionAttributeNames": {"#value": table.value_attribute},
-                                "ExpressionAttributeValues": values,
                                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                                **counter_write,
                             }
                         },
                         {

@@ -34,8 +34,10 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
+
+from aioseq.testing._server import Server
 
 __all__ = [
     "ENV_DIR",
@@ -277,7 +279,7 @@ def _cleanup(proc: subprocess.Popen[bytes], workdir: str, stop_timeout: float) -
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-class DynamoDBLocal:
+class DynamoDBLocal(Server):
     """One DynamoDB Local server (in memory, shared database) on 127.0.0.1.
 
     ``jar``: path of ``DynamoDBLocal.jar`` (default: ``find_dynamodb_local_jar()``).
@@ -443,18 +445,6 @@ class DynamoDBLocal:
         self._log_path = None
         if finalizer is not None:
             finalizer()
-
-    def __enter__(self) -> DynamoDBLocal:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.endpoint_url if self.is_running() else "stopped"

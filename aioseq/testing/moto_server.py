@@ -19,8 +19,9 @@ import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterable
-from types import TracebackType
 from typing import Any
+
+from aioseq.testing._server import Server
 
 __all__ = ["MotoServerProcess", "SerializedMotoServer", "main"]
 
@@ -56,7 +57,7 @@ def _quiet_handler() -> type:
     return QuietHandler
 
 
-class SerializedMotoServer:
+class SerializedMotoServer(Server):
     """A moto DynamoDB server on ``host:port`` in a background thread, requests serialized.
 
     Use as a context manager, or ``start()`` / ``stop()``::
@@ -116,18 +117,6 @@ class SerializedMotoServer:
         """Drop every table and item (moto's ``POST /moto-api/reset``, ~10 ms)."""
         _reset(self.endpoint_url)
 
-    def __enter__(self) -> SerializedMotoServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
         state = f"serving {self.endpoint_url}" if self._server is not None else "stopped"
         return f"<SerializedMotoServer {state}>"
@@ -139,7 +128,7 @@ def _reset(endpoint_url: str) -> None:
         pass
 
 
-class MotoServerProcess:
+class MotoServerProcess(Server):
     """A :class:`SerializedMotoServer` in a child process (``python -m
     aioseq.testing.moto_server``), so that moto's CPU work runs beside the client's instead of
     sharing its interpreter lock: about twice the requests per second on two cores. Same
@@ -205,18 +194,6 @@ class MotoServerProcess:
     def reset(self) -> None:
         """Drop every table and item (moto's ``POST /moto-api/reset``)."""
         _reset(self.endpoint_url)
-
-    def __enter__(self) -> MotoServerProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = f"serving {self._endpoint_url}" if self._endpoint_url else "stopped"
