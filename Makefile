@@ -19,9 +19,9 @@ test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest $(ARGS)
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check aioseq tests
-	$(BIN)/ruff format --check aioseq tests
-	$(BIN)/mypy aioseq tests
+	$(BIN)/ruff check aioseq tests benchmarks
+	$(BIN)/ruff format --check aioseq tests benchmarks
+	$(BIN)/mypy aioseq tests benchmarks
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -12,6 +12,10 @@ from importlib.metadata import PackageNotFoundError, version
 # the store: one pooled client, one table
 from aioseq._store import DynamoStore as DynamoStore
 
+# the block allocator
+from aioseq.allocator import AllocatorStatistics as AllocatorStatistics
+from aioseq.allocator import BlockAllocator as BlockAllocator
+
 # configuration
 from aioseq.config import DEFAULT_TABLE_NAME as DEFAULT_TABLE_NAME
 from aioseq.config import MAX_NUMBER as MAX_NUMBER
@@ -35,6 +39,7 @@ from aioseq.errors import Throttled as Throttled
 from aioseq.errors import TransactionCanceled as TransactionCanceled
 from aioseq.errors import TransactionConflict as TransactionConflict
 from aioseq.errors import ValidationFailed as ValidationFailed
+from aioseq.errors import WrongEventLoop as WrongEventLoop
 
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
@@ -56,7 +61,9 @@ __all__ = [
     "DEFAULT_TABLE_NAME",
     "MAX_NUMBER",
     "AioseqError",
+    "AllocatorStatistics",
     "AtomicCounter",
+    "BlockAllocator",
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
@@ -81,6 +88,7 @@ __all__ = [
     "TransactionCanceled",
     "TransactionConflict",
     "ValidationFailed",
+    "WrongEventLoop",
 ]
 
 for _name in __all__:

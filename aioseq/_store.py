@@ -341,6 +341,12 @@ class DynamoStore:
 
         return GaplessCounter(self, key, **options)
 
+    def block_allocator(self, key: str, **options: Any) -> BlockAllocator:
+        """A :class:`~aioseq.BlockAllocator` on counter ``key``."""
+        from aioseq.allocator import BlockAllocator
+
+        return BlockAllocator(self, key, **options)
+
     # --- requests ---------------------------------------------------------------------------
 
     @property
@@ -483,6 +489,7 @@ class _Opening:
 
 
 if TYPE_CHECKING:
+    from aioseq.allocator import BlockAllocator
     from aioseq.strategies.counter import AtomicCounter
     from aioseq.strategies.optimistic import OptimisticCounter
     from aioseq.strategies.sort_key import SortKeyCounter

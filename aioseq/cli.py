@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     take.add_argument(
         "--concurrency", type=int, default=1, metavar="C", help="concurrent tasks (1)"
     )
+    take.add_argument(
+        "--block-size",
+        type=int,
+        default=100,
+        metavar="B",
+        help="allocator: the first block's size; it then follows demand (100)",
+    )
 
     current = commands.add_parser("current", parents=[common], help="print a counter's value")
     current.add_argument("key", metavar="KEY", help="the counter key")
@@ -146,6 +153,7 @@ async def _next(args: argparse.Namespace) -> int:
             args.key,
             count=args.count,
             concurrency=args.concurrency,
+            block_size=args.block_size,
             on_number=emit,
         )
     return 0
@@ -153,8 +161,7 @@ async def _next(args: argparse.Namespace) -> int:
 
 async def _current(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        counter, _ = make_taker(store, args.strategy, args.key)
-        print(await counter.current())
+        print(await make_taker(store, args.strategy, args.key).current())
     return 0
 
 

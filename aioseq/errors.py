@@ -30,6 +30,7 @@ __all__ = [
     "TransactionCanceled",
     "TransactionConflict",
     "ValidationFailed",
+    "WrongEventLoop",
 ]
 
 
@@ -43,6 +44,11 @@ class ConfigurationError(AioseqError, ValueError):
 
 class StoreClosed(AioseqError, RuntimeError):
     """The store (or an object bound to it) was used after ``aclose()``."""
+
+
+class WrongEventLoop(AioseqError, RuntimeError):
+    """An object that keeps per-event-loop state (a block allocator, a grouped counter) was used
+    from an event loop other than the one it first ran in. Make one per event loop."""
 
 
 class NumberOutOfRange(AioseqError, OverflowError):

@@ -20,24 +20,49 @@ __all__ = [
     "Check",
     "Run",
     "StrategyName",
+    "Taker",
     "check_numbers",
     "make_taker",
     "run_workload",
     "stored_numbers",
 ]
 
-StrategyName = Literal["atomic", "optimistic", "sort-key", "transactional"]
-STRATEGIES: tuple[StrategyName, ...] = ("atomic", "optimistic", "sort-key", "transactional")
+StrategyName = Literal["atomic", "allocator", "optimistic", "sort-key", "transactional"]
+STRATEGIES: tuple[StrategyName, ...] = (
+    "atomic",
+    "allocator",
+    "optimistic",
+    "sort-key",
+    "transactional",
+)
 #: Strategies that promise no gaps among stored items.
 GAPLESS_STRATEGIES: frozenset[str] = frozenset({"sort-key", "transactional"})
 
 Take = Callable[[], Awaitable[int]]
 
 
-def make_taker(store: DynamoStore, strategy: str, key: str) -> tuple[Strategy, Take]:
-    """A counter object for ``strategy`` on ``key`` and a coroutine function that takes one
-    number from it. The item-writing strategies store a small item ``{pk: key, sk: n}`` per
-    number, in the collection whose counter item (if any) is ``{pk: key, sk: 0}``.
+@dataclass(frozen=True)
+class Taker:
+    """One counter object of some strategy, seen the same way whatever the strategy.
+
+    Attributes:
+        take: takes one number (or stores one item and returns its number).
+        counter: the strategy object whose statistics count retries and conflicts (for the
+            allocator, the atomic counter under it).
+        current: the counter's current value.
+        aclose: releases what the object holds (the allocator gives back its block).
+    """
+
+    take: Take
+    counter: Strategy
+    current: Callable[[], Awaitable[int]]
+    aclose: Callable[[], Awaitable[None]] | None = None
+
+
+def make_taker(store: DynamoStore, strategy: str, key: str, *, block_size: int = 100) -> Taker:
+    """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
+    item ``{pk: key, sk: n}`` per number, in the collection whose counter item (if any) is
+    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with.
 
     Raises:
         ConfigurationError: an unknown strategy or a bad key.
@@ -45,13 +70,16 @@ def make_taker(store: DynamoStore, strategy: str, key: str) -> tuple[Strategy, T
     table = store.table
     if strategy == "atomic":
         atomic = store.atomic_counter(key)
-        return atomic, atomic.next
+        return Taker(atomic.next, atomic, atomic.current)
+    if strategy == "allocator":
+        allocator = store.block_allocator(key, block_size=block_size)
+        return Taker(allocator.next, allocator.counter, allocator.current, allocator.aclose)
     if strategy == "optimistic":
         optimistic = store.optimistic_counter(key)
-        return optimistic, optimistic.next
+        return Taker(optimistic.next, optimistic, optimistic.current)
     if strategy == "sort-key":
         sort_key = store.sort_key_counter(key)
-        return sort_key, sort_key.put
+        return Taker(sort_key.put, sort_key, sort_key.current)
     if strategy == "transactional":
         gapless = store.gapless_counter(key)
         sort_key_name = table.sort_key or "sk"
@@ -59,7 +87,7 @@ def make_taker(store: DynamoStore, strategy: str, key: str) -> tuple[Strategy, T
         async def put() -> int:
             return await gapless.put(lambda n: {table.partition_key: key, sort_key_name: n})
 
-        return gapless, put
+        return Taker(put, gapless, gapless.current)
     raise ConfigurationError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
 
 
@@ -90,6 +118,7 @@ async def run_workload(
     count: int,
     concurrency: int,
     instances: int = 1,
+    block_size: int = 100,
     on_number: Callable[[int], None] | None = None,
 ) -> Run:
     """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
@@ -103,6 +132,7 @@ async def run_workload(
         strategy: one of :data:`STRATEGIES`.
         key: the counter key.
         count, concurrency, instances: positive ints.
+        block_size: the allocator's first block size.
         on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
 
     Raises:
@@ -112,7 +142,7 @@ async def run_workload(
     check_count(count, "count", maximum=10**9)
     check_count(concurrency, "concurrency", maximum=100_000)
     check_count(instances, "instances", maximum=10_000)
-    takers = [make_taker(store, strategy, key) for _ in range(instances)]
+    takers = [make_taker(store, strategy, key, block_size=block_size) for _ in range(instances)]
     before = store.requests
     numbers: list[int] = []
     remaining = count
@@ -128,7 +158,7 @@ async def run_workload(
 
     started = time.perf_counter()
     tasks = [
-        asyncio.ensure_future(worker(takers[i % instances][1]))
+        asyncio.ensure_future(worker(takers[i % instances].take))
         for i in range(min(concurrency, count))
     ]
     try:
@@ -137,11 +167,14 @@ async def run_workload(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for taker in takers:
+            if taker.aclose is not None:
+                await taker.aclose()
     wall = time.perf_counter() - started
     retries: Counter[str] = Counter()
     conflicts = 0
-    for counter, _ in takers:
-        stats = counter.statistics()
+    for taker in takers:
+        stats = taker.counter.statistics()
         retries.update(stats.retries)
         conflicts += stats.conflicts
     return Run(numbers, wall, store.requests - before, retries, conflicts)

@@ -6,7 +6,12 @@ from typing import TYPE_CHECKING
 
 from aioseq._store import check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
-from aioseq.errors import ConditionFailed, CounterValueInvalid, NumberOutOfRange
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    CounterValueInvalid,
+    NumberOutOfRange,
+)
 from aioseq.strategies._base import Strategy
 
 if TYPE_CHECKING:
@@ -104,3 +109,47 @@ class AtomicCounter(Strategy):
             raise CounterValueInvalid(self.key, table.value_attribute, {"N": str(high)})
         self._numbers += n
         return range(high - n + 1, high + 1)
+
+    async def give_back(self, numbers: range) -> bool:
+        """Return unused numbers to the counter if nobody took any after them: the counter
+        goes back to ``numbers.start - 1`` only if it still stands at ``numbers[-1]``::
+
+            UpdateItem  SET #value = :before  IF #value = :top
+
+        Parameters:
+            numbers: a non-empty ``range`` with step 1, the last numbers this counter gave.
+
+        Returns:
+            True if they were given back (the next ``ADD`` hands them out again), False if the
+            counter has moved on (they stay unused).
+
+        Raises:
+            ConfigurationError: a bad range. RetriesExhausted, StoreError, StoreClosed.
+        """
+        if not isinstance(numbers, range) or numbers.step != 1 or not numbers or numbers.start < 1:
+            raise ConfigurationError(f"give_back takes a non-empty range of step 1: {numbers!r}")
+        self._check_open()
+        table = self.store.table
+
+        async def attempt() -> bool:
+            try:
+                await self.store.call(
+                    "update_item",
+                    TableName=table.name,
+                    Key=self.store.counter_item_key(self.key),
+                    UpdateExpression="SET #value = :before",
+                    ConditionExpression="#value = :top",
+                    ExpressionAttributeNames={"#value": table.value_attribute},
+                    ExpressionAttributeValues={
+                        ":before": number(numbers.start - 1),
+                        ":top": number(numbers[-1]),
+                    },
+                )
+            except ConditionFailed:
+                return False
+            return True
+
+        returned = await self._retry(attempt)
+        if returned:
+            self._numbers -= len(numbers)
+        return returned

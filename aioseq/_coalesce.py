@@ -1,0 +1,174 @@
+"""Single flight with batching: one request in flight per key; callers that arrive while it
+flies wait together and are served by the next one.
+
+This is the one coalescing mechanism in aioseq: the block allocator uses it to turn a burst of
+``next()`` calls into one ``ADD``, and group commit uses it to turn concurrent ``put()`` calls
+into one transaction. It is database *group commit*: the first caller does not wait for
+company (the flush starts at once), and everybody who arrives during a flush forms the next
+batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from aioseq.errors import StoreClosed, WrongEventLoop
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+__all__ = ["Coalescer", "Waiter"]
+
+
+class Waiter(Generic[R, T]):
+    """One caller waiting in a :class:`Coalescer`: its ``request`` and the future it awaits."""
+
+    __slots__ = ("future", "request")
+
+    def __init__(self, request: R, future: asyncio.Future[T]) -> None:
+        self.request = request
+        self.future = future
+
+    @property
+    def waiting(self) -> bool:
+        """True until the waiter got its result or error, or was cancelled."""
+        return not self.future.done()
+
+
+Flush = Callable[[list[Waiter[R, T]]], Awaitable[None]]
+
+
+class Coalescer(Generic[R, T]):
+    """Runs ``flush(batch)`` for waiting callers, one flush at a time.
+
+    ``flush`` receives the callers in arrival order (at most ``max_batch`` of them, skipping
+    those already cancelled) and resolves the futures of those it serves. Those it leaves
+    waiting go back to the front of the queue, in order, for the next flush. If ``flush``
+    raises, every caller of its batch still waiting gets that error (the next callers get a
+    fresh flush). A caller that is cancelled just stops waiting: the flush runs in its own task,
+    so one caller's cancellation never cancels the request the others wait on (asyncpg's pool
+    uses ``asyncio.shield`` to the same end), and ``flush`` sees ``waiter.waiting`` turn False.
+
+    Parameters:
+        flush: the coroutine function that serves a batch.
+        max_batch: the most waiters handed to one flush (``None``: all).
+        name: for the flush task's name.
+    """
+
+    def __init__(self, flush: Flush[R, T], *, max_batch: int | None = None, name: str = "") -> None:
+        self._flush = flush
+        self._max_batch = max_batch
+        self._name = name or "aioseq-coalescer"
+        self._queue: deque[Waiter[R, T]] = deque()
+        #: The waiting callers, oldest first (read-only for users: a hot path may test it).
+        self.queue = self._queue
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._kicked = False
+        self._closed = False
+        self.flushes = 0
+
+    @property
+    def queued(self) -> int:
+        """Callers waiting for a flush (cancelled ones included until a flush drops them)."""
+        return len(self._queue)
+
+    @property
+    def flushing(self) -> bool:
+        """True while a flush task is running."""
+        return self._task is not None
+
+    def check_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop this coalescer belongs to (bound at first use).
+
+        Raises:
+            WrongEventLoop: called from another event loop.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise WrongEventLoop(
+                f"{self._name} belongs to another event loop; make one per event loop"
+            )
+        return loop
+
+    async def submit(self, request: R) -> T:
+        """Queue ``request`` and wait for the flush that serves it.
+
+        Raises:
+            StoreClosed: after :meth:`close`.
+            WrongEventLoop: from another event loop.
+            whatever the flush raised for this batch.
+        """
+        loop = self.check_loop()
+        if self._closed:
+            raise StoreClosed(f"{self._name} is closed")
+        waiter: Waiter[R, T] = Waiter(request, loop.create_future())
+        self._queue.append(waiter)
+        self._start()
+        return await waiter.future
+
+    def kick(self) -> None:
+        """Run a flush even if nobody waits (a prefetch), unless one is running already.
+        Must be called from the coalescer's event loop, inside a coroutine."""
+        if self._closed or self._task is not None:
+            return
+        self.check_loop()
+        self._kicked = True
+        self._start()
+
+    def _start(self) -> None:
+        if self._task is None:
+            assert self._loop is not None
+            self._task = self._loop.create_task(self._run(), name=self._name)
+
+    async def _run(self) -> None:
+        try:
+            while self._kicked or self._queue:
+                self._kicked = False
+                batch: list[Waiter[R, T]] = []
+                while self._queue and (self._max_batch is None or len(batch) < self._max_batch):
+                    waiter = self._queue.popleft()
+                    if waiter.waiting:
+                        batch.append(waiter)
+                if not batch and self._queue:
+                    continue
+                self.flushes += 1
+                try:
+                    await self._flush(batch)
+                except asyncio.CancelledError:
+                    for waiter in batch:
+                        if waiter.waiting:
+                            waiter.future.set_exception(StoreClosed(f"{self._name} was closed"))
+                    raise
+                except BaseException as exc:  # every waiter of the batch gets the error
+                    for waiter in batch:
+                        if waiter.waiting:
+                            waiter.future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                else:
+                    self._queue.extendleft(reversed([w for w in batch if w.waiting]))
+        finally:
+            self._task = None
+
+    async def wait_idle(self) -> None:
+        """Wait until no flush is running (and none is queued)."""
+        while self._task is not None:
+            await asyncio.wait({self._task})  # never raises, never cancels the task
+
+    async def close(self) -> None:
+        """Refuse new callers, let the running flush finish, then fail whoever still waits
+        with :class:`~aioseq.errors.StoreClosed`. Idempotent."""
+        self._closed = True
+        try:
+            await self.wait_idle()
+        finally:
+            while self._queue:
+                waiter = self._queue.popleft()
+                if waiter.waiting:
+                    waiter.future.set_exception(StoreClosed(f"{self._name} is closed"))

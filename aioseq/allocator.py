@@ -1,0 +1,431 @@
+"""The block allocator: numbers served from blocks reserved with one ``ADD`` each (hi/lo)."""
+
+from __future__ import annotations
+
+import time
+from _thread import get_ident
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aioseq._coalesce import Coalescer, Waiter
+from aioseq._store import check_count
+from aioseq.config import MAX_NUMBER
+from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
+from aioseq.strategies.counter import AtomicCounter
+
+if TYPE_CHECKING:
+    from aioseq._store import DynamoStore
+
+__all__ = ["AllocatorStatistics", "BlockAllocator"]
+
+
+@dataclass(frozen=True)
+class AllocatorStatistics:
+    """A snapshot of a :class:`BlockAllocator`'s work.
+
+    Attributes:
+        handed_out: numbers given to callers.
+        reserved: numbers reserved from DynamoDB (the sum of all ``ADD``s).
+        returned: numbers given back to the counter on close.
+        wasted: reserved numbers that will never be handed out: skipped so that a
+            ``next_many`` range stays contiguous, or left unused at close and not given back.
+        available: reserved numbers not handed out yet.
+        refills: ``ADD`` requests made (a prefetch is one).
+        refills_waited: calls that had to wait for a refill instead of being served at once.
+        block_size: the current block size.
+    """
+
+    handed_out: int
+    reserved: int
+    returned: int
+    wasted: int
+    available: int
+    refills: int
+    refills_waited: int
+    block_size: int
+
+
+class BlockAllocator:
+    """Numbers for one counter key, served from blocks reserved ahead of need.
+
+    The hi/lo (or "segment") pattern of Hibernate's pooled optimizer and Meituan Leaf: one
+    ``UpdateItem ADD b`` on the counter item (an :class:`~aioseq.AtomicCounter`) reserves the
+    block of ``b`` numbers below the new value, and ``next()`` hands them out from memory:
+
+    - **Coalescing.** Calls that find no number ready wait together: one refill in flight per
+      allocator, sized to serve them all and still hold ``prefetch_at * block_size``, and at
+      least a block (a burst of 10,000 ``next()`` calls costs one or two requests), through
+      the same single-flight mechanism as group commit.
+    - **Order.** Callers are served in arrival order and the numbers one allocator hands out
+      only increase.
+    - **Prefetch.** When fewer than ``prefetch_at * block_size`` numbers are left, the next
+      block is reserved in the background, so in steady state ``next()`` does not wait on the
+      network (Leaf's double buffer). The refill and the prefetch are the same single flight:
+      at most one ``ADD`` in flight per allocator.
+    - **Demand-sized blocks.** At each refill the block size becomes the numbers handed out
+      per second since the last refill times ``target_refill_interval_secs``, at most doubled
+      or halved per refill and kept within ``[min_block_size, max_block_size]``. Leaf doubles
+      or halves its step by how fast segments go; this moves to the measured need directly, with
+      the same damping.
+    - **Give-back.** ``aclose()`` returns the unused tail of the last block with a conditional
+      update (``SET #value = :tail_start - 1 IF #value = :our_top``) that succeeds only if
+      nobody reserved after us; otherwise the numbers stay unused and are counted as wasted.
+    - **Strides.** Numbers are ``offset + (k - 1) * stride`` for the counter's values
+      ``k = 1, 2, ...``: give each independent writer (a region of a global table, with its
+      own counter key) its own ``offset`` in ``1..stride`` and their numbers never collide,
+      as with Flickr's ticket servers. A single counter item shared by the regions of a global
+      table is unsafe: replication resolves concurrent ``ADD``s by last writer wins and
+      conditions are checked per region, so two regions can hand out the same block.
+
+    Guarantees:
+        - unique: always, across processes (the blocks come from ``ADD``).
+        - gapless: no. A restart loses what was reserved and not handed out unless ``aclose()``
+          gave it back; ``next_many`` may skip numbers to stay contiguous.
+        - ordered: increasing within one allocator; across processes only block by block.
+        - crash: costs the unused part of the reserved blocks (at most two blocks).
+
+    Cost: one ``UpdateItem`` (1 WCU) per block; ``next()`` from a block costs no request.
+
+    Parameters:
+        store: the store.
+        key: the counter key.
+        block_size: the first block's size (>= 1).
+        min_block_size, max_block_size: bounds of demand-sized blocks.
+        target_refill_interval_secs: the wanted time between refills, in seconds; ``None``
+            keeps ``block_size`` fixed.
+        prefetch_at: reserve the next block when fewer than this fraction of a block is left
+            (0 <= prefetch_at < 1; 0 disables prefetch).
+        stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
+            ``offset >= 0``).
+        clock: a monotonic clock in seconds (inject a fake one in tests).
+
+    Raises:
+        ConfigurationError: a bad argument.
+    """
+
+    def __init__(
+        self,
+        store: DynamoStore,
+        key: str,
+        *,
+        block_size: int = 100,
+        min_block_size: int = 1,
+        max_block_size: int = 100_000,
+        target_refill_interval_secs: float | None = 10.0,
+        prefetch_at: float = 0.5,
+        stride: int = 1,
+        offset: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._counter = AtomicCounter(store, key)
+        self.key = self._counter.key
+        for name, value in (
+            ("block_size", block_size),
+            ("min_block_size", min_block_size),
+            ("max_block_size", max_block_size),
+        ):
+            check_count(value, name, maximum=10**12)
+        if not min_block_size <= block_size <= max_block_size:
+            raise ConfigurationError("need min_block_size <= block_size <= max_block_size")
+        if target_refill_interval_secs is not None and (
+            isinstance(target_refill_interval_secs, bool)
+            or not isinstance(target_refill_interval_secs, (int, float))
+            or not target_refill_interval_secs > 0
+        ):
+            raise ConfigurationError("target_refill_interval_secs must be a positive number")
+        if (
+            isinstance(prefetch_at, bool)
+            or not isinstance(prefetch_at, (int, float))
+            or not 0 <= prefetch_at < 1
+        ):
+            raise ConfigurationError(f"prefetch_at must be in [0, 1): {prefetch_at!r}")
+        check_count(stride, "stride", maximum=10**12)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ConfigurationError(f"offset must be an int >= 0: {offset!r}")
+        self.min_block_size = min_block_size
+        self.max_block_size = max_block_size
+        self.target_refill_interval_secs = target_refill_interval_secs
+        self.prefetch_at = float(prefetch_at)
+        self.stride = stride
+        self.offset = offset
+        self._clock = clock
+        self._block_size = block_size
+        self._low_water = int(block_size * self.prefetch_at)
+        # Reserved counter values not handed out yet. The current block [_next_k, _end_k) is
+        # kept in two ints so that next() stays cheap; further blocks wait in _spare as
+        # [lo, hi) pairs, increasing. Adjacent blocks are merged, so a gap between two means
+        # another writer reserved there.
+        self._next_k = self._end_k = 0
+        self._spare: deque[list[int]] = deque()
+        self._spare_count = 0
+        self._prefetch_k = 0  # next() kicks a prefetch once it hands out this counter value
+        self._base = offset - stride  # number = _base + k * stride
+        self._top: int | None = None  # the counter's value after our last ADD
+        self._coalescer: Coalescer[int, range] = Coalescer(
+            self._refill, name=f"BlockAllocator({self.key!r})"
+        )
+        self._waiting = self._coalescer.queue
+        self._thread: int | None = None  # the bound event loop's thread, while open
+        self._closed = False
+        self._close_finished = False
+        self._reserved = self._returned = self._wasted = 0
+        self._refills = self._refills_waited = 0
+        self._last_refill_at: float | None = None
+        self._handed_out_at_last_refill = 0
+
+    # --- taking numbers ---------------------------------------------------------------------
+
+    async def next(self) -> int:
+        """The next number: from the current block at once, or after the refill this call
+        joins.
+
+        Raises:
+            StoreClosed: after :meth:`aclose` (or the store's).
+            WrongEventLoop: from an event loop other than the first one used.
+            NumberOutOfRange: the number would pass 38 digits.
+            RetriesExhausted, StoreError: the refill this call waited for failed (every caller
+                of that refill gets the error; the allocator stays usable).
+        """
+        k = self._next_k
+        if k < self._end_k and not self._waiting and get_ident() == self._thread:
+            self._next_k = k + 1
+            if k >= self._prefetch_k:
+                self._kick_prefetch()
+            return self._base + k * self.stride
+        return (await self._wait_for(1)).start
+
+    async def next_many(self, n: int) -> range:
+        """``n`` numbers as one ``range`` (with step ``stride``); contiguous counter values, so
+        numbers at the front of a block too short to hold them are skipped (counted as
+        wasted) when the next block does not continue it.
+
+        Raises:
+            ConfigurationError: ``n`` is not a positive ``int``.
+            the errors of :meth:`next`.
+        """
+        check_count(n, "n", maximum=10**12)
+        if not self._waiting and get_ident() == self._thread:
+            taken = self._take(n)
+            if taken is not None:
+                if taken[-1] >= self._prefetch_k:
+                    self._kick_prefetch()
+                return self._numbers(taken)
+        return await self._wait_for(n)
+
+    async def _wait_for(self, n: int) -> range:
+        """The slow path: check the state, then wait in line for a refill."""
+        if self._closed:
+            raise StoreClosed(f"{self!r} is closed")
+        self._bind()
+        self._refills_waited += 1
+        return self._numbers(await self._coalescer.submit(n))
+
+    def _bind(self) -> None:
+        """Bind to the running event loop (raising WrongEventLoop if it is not the first one)
+        and its thread. The hot path checks the thread only: asking asyncio for the running
+        loop costs more than the rest of next() (a getpid() call on 3.11). Another loop in the
+        same thread can only take numbers already reserved; its first refill raises."""
+        self._coalescer.check_loop()
+        self._thread = get_ident()
+
+    def _kick_prefetch(self) -> None:
+        if not self._coalescer.flushing and not self._closed:
+            self._coalescer.kick()
+
+    def _numbers(self, values: range) -> range:
+        return range(
+            self._base + values.start * self.stride,
+            self._base + values.stop * self.stride,
+            self.stride,
+        )
+
+    @property
+    def available(self) -> int:
+        """Reserved numbers not handed out yet."""
+        return self._end_k - self._next_k + self._spare_count
+
+    def _blocks_changed(self) -> None:
+        self._prefetch_k = self._end_k + self._spare_count - self._low_water
+
+    def _take(self, n: int) -> range | None:
+        """Take ``n`` contiguous counter values from the front, or None if they are not here
+        yet. A front block too short for ``n`` is skipped when another block follows it (they
+        are not adjacent, or they would have been merged)."""
+        while True:
+            lo = self._next_k
+            if self._end_k - lo >= n:
+                self._next_k = lo + n
+                return range(lo, lo + n)
+            if not self._spare:
+                return None  # the next block may continue this one
+            self._wasted += self._end_k - lo
+            self._next_k, self._end_k = self._spare.popleft()
+            self._spare_count -= self._end_k - self._next_k
+            self._blocks_changed()
+
+    # --- refilling --------------------------------------------------------------------------
+
+    def _serve(self, batch: list[Waiter[int, range]]) -> None:
+        """Serve waiting callers in order from the blocks; stop at the first that cannot be."""
+        for waiter in batch:
+            if not waiter.waiting:
+                continue
+            taken = self._take(waiter.request)
+            if taken is None:
+                return
+            waiter.future.set_result(taken)
+
+    async def _refill(self, batch: list[Waiter[int, range]]) -> None:
+        """The coalesced flush: serve what the blocks hold, then reserve one block that serves
+        the rest of the batch and still leaves the low-water mark: ``max(block_size, demand +
+        prefetch_at * block_size)`` numbers (for a prefetch, just a block)."""
+        self._serve(batch)
+        demand = sum(w.request for w in batch if w.waiting)
+        if not demand and self.available >= self._low_water:
+            return  # a prefetch that is no longer needed
+        self._resize()
+        reserved = await self._counter.next_many(max(self._block_size, demand + self._low_water))
+        self._refills += 1
+        self._reserved += len(reserved)
+        self._add_block(reserved.start, reserved.stop)
+        self._serve(batch)
+        if self._close_finished:  # aclose() was cancelled while this ADD was in flight
+            self._abandon_blocks()
+
+    def _add_block(self, lo: int, hi: int) -> None:
+        self._top = hi - 1
+        if self._base + self._top * self.stride > MAX_NUMBER:
+            self._wasted += hi - lo
+            raise NumberOutOfRange(self._base + self._top * self.stride)
+        if self._spare:
+            if self._spare[-1][1] == lo:
+                self._spare[-1][1] = hi
+            else:
+                self._spare.append([lo, hi])
+            self._spare_count += hi - lo
+        elif self._end_k == lo:
+            self._end_k = hi
+        elif self._next_k == self._end_k:
+            self._next_k, self._end_k = lo, hi
+        else:
+            self._spare.append([lo, hi])
+            self._spare_count += hi - lo
+        self._blocks_changed()
+
+    def _abandon_blocks(self) -> None:
+        self._wasted += self.available
+        self._next_k = self._end_k = self._spare_count = 0
+        self._spare.clear()
+        self._blocks_changed()
+
+    def _resize(self) -> None:
+        """Demand-sized blocks: see the class docstring."""
+        now = self._clock()
+        last, self._last_refill_at = self._last_refill_at, now
+        handed_out = self.statistics().handed_out
+        used = handed_out - self._handed_out_at_last_refill
+        self._handed_out_at_last_refill = handed_out
+        target_interval = self.target_refill_interval_secs
+        if target_interval is None or last is None or now <= last:
+            return
+        wanted = used / (now - last) * target_interval
+        size = min(max(wanted, self._block_size / 2), self._block_size * 2)
+        self._block_size = int(min(max(size, self.min_block_size), self.max_block_size))
+        self._low_water = int(self._block_size * self.prefetch_at)
+        self._blocks_changed()
+
+    async def prefetch(self) -> None:
+        """Reserve the next block now if fewer than ``prefetch_at * block_size`` numbers are
+        left (or none), and wait until no refill is in flight. Call it at start-up so that the
+        first ``next()`` does not wait on the network.
+
+        Raises:
+            StoreClosed, WrongEventLoop.
+        """
+        if self._closed:
+            raise StoreClosed(f"{self!r} is closed")
+        self._bind()
+        if self.available <= self._low_water:
+            self._coalescer.kick()
+        await self._coalescer.wait_idle()
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def aclose(self, *, give_back: bool = True) -> None:
+        """Stop handing out numbers: wait for a refill in flight, fail callers still waiting
+        with :class:`~aioseq.errors.StoreClosed`, then (``give_back``) return the unused tail
+        of the last block if nobody reserved after it. Idempotent. What is not returned is
+        counted as wasted.
+
+        DynamoDB calls: at most one conditional ``UpdateItem`` (1 WCU).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._thread = None  # next() takes the slow path, which raises StoreClosed
+        try:
+            await self._coalescer.close()
+            tail = self._tail()
+            if give_back and tail is not None and await self._counter.give_back(tail):
+                self._returned += len(tail)
+                if self._spare:
+                    self._spare.pop()
+                    self._spare_count -= len(tail)
+                else:
+                    self._end_k = self._next_k
+        finally:
+            self._close_finished = True
+            self._abandon_blocks()
+
+    def _tail(self) -> range | None:
+        """The unused counter values that end at the counter's top, if we hold any."""
+        if self._top is None:
+            return None
+        lo, hi = self._spare[-1] if self._spare else (self._next_k, self._end_k)
+        return range(lo, hi) if lo < hi == self._top + 1 else None
+
+    async def __aenter__(self) -> BlockAllocator:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @property
+    def counter(self) -> AtomicCounter:
+        """The atomic counter that reserves the blocks (its statistics count the retries)."""
+        return self._counter
+
+    @property
+    def block_size(self) -> int:
+        """The current block size."""
+        return self._block_size
+
+    def statistics(self) -> AllocatorStatistics:
+        """A frozen snapshot of the allocator's work."""
+        available = self.available
+        return AllocatorStatistics(
+            handed_out=self._reserved - self._returned - self._wasted - available,
+            reserved=self._reserved,
+            returned=self._returned,
+            wasted=self._wasted,
+            available=available,
+            refills=self._refills,
+            refills_waited=self._refills_waited,
+            block_size=self._block_size,
+        )
+
+    async def current(self) -> int:
+        """The counter item's value now (the last counter value reserved by anyone)."""
+        return await self._counter.current()
+
+    def __repr__(self) -> str:
+        pairs = [(self._next_k, self._end_k), *map(tuple, self._spare)]
+        blocks = ", ".join(f"[{lo}, {hi})" for lo, hi in pairs if lo < hi) or "none"
+        state = "closed" if self._closed else ("refilling" if self._coalescer.flushing else "idle")
+        return (
+            f"<BlockAllocator key={self.key!r} {state} blocks={blocks}"
+            f" available={self.available} block_size={self._block_size}"
+            f" waiting={self._coalescer.queued}>"
+        )
