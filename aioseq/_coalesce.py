@@ -55,12 +55,22 @@ class Coalescer(Generic[R, T]):
     Parameters:
         flush: the coroutine function that serves a batch.
         max_batch: the most waiters handed to one flush (``None``: all).
+        window_secs: before a flush takes its batch, wait this long for company unless the
+            batch is full already (0, the default: a lone caller is never delayed).
         name: for the flush task's name.
     """
 
-    def __init__(self, flush: Flush[R, T], *, max_batch: int | None = None, name: str = "") -> None:
+    def __init__(
+        self,
+        flush: Flush[R, T],
+        *,
+        max_batch: int | None = None,
+        window_secs: float = 0.0,
+        name: str = "",
+    ) -> None:
         self._flush = flush
         self._max_batch = max_batch
+        self._window_secs = window_secs
         self._name = name or "aioseq-coalescer"
         self._queue: deque[Waiter[R, T]] = deque()
         #: The waiting callers, oldest first (read-only for users: a hot path may test it).
@@ -130,6 +140,10 @@ class Coalescer(Generic[R, T]):
         try:
             while self._kicked or self._queue:
                 self._kicked = False
+                if self._window_secs > 0 and (
+                    self._max_batch is None or len(self._queue) < self._max_batch
+                ):
+                    await asyncio.sleep(self._window_secs)
                 batch: list[Waiter[R, T]] = []
                 while self._queue and (self._max_batch is None or len(batch) < self._max_batch):
                     waiter = self._queue.popleft()

@@ -3,19 +3,51 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
+from aioseq._coalesce import Coalescer, Waiter
 from aioseq._store import check_count, check_key, number, parse_counter
-from aioseq.errors import ConditionFailed, StoreClosed, TransactionCanceled
+from aioseq.errors import ConditionFailed, ConfigurationError, StoreClosed, TransactionCanceled
 from aioseq.types import CounterStatistics
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
 T = TypeVar("T")
+
+
+#: Cancellation reason codes worth another attempt of the same transaction.
+TRANSIENT_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+
+#: DynamoDB takes at most 4 MB per transaction; keep room for a counter update and framing.
+MAX_TRANSACTION_BYTES = 4_000_000 - 64_000
+
+
+def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -> bool:
+    """A canceled transaction worth retrying: its reasons are transient, or it lost a race,
+    a failed condition on the action at index ``lost_race_at`` (on any action when ``None``).
+    Once the race is lost, other failed conditions are moot: they may be items keyed by the
+    numbers the winner took."""
+    if not isinstance(exc, TransactionCanceled):
+        return False
+    codes = set(exc.codes) - {"None"}
+    lost = "ConditionalCheckFailed" in (
+        codes if lost_race_at is None else exc.codes[lost_race_at : lost_race_at + 1]
+    )
+    if lost:
+        codes.discard("ConditionalCheckFailed")
+    return codes <= TRANSIENT_REASONS
+
+
+def approximate_size(item: Mapping[str, Any]) -> int:
+    """An upper-bound estimate of an item's size in bytes (names plus JSON of the values)."""
+    return sum(len(name) + len(json.dumps(value)) for name, value in item.items())
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -71,6 +103,37 @@ class Strategy:
     def _check_open(self) -> None:
         if self.store.closed:
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
+
+    def _grouper(
+        self,
+        flush: Callable[[list[Waiter[Any, Any]]], Awaitable[None]],
+        group: bool,
+        max_group_size: int | None,
+        largest_group: int | None,
+        batch_window_secs: float,
+    ) -> Coalescer[Any, Any] | None:
+        """The coalescer of a strategy's group mode (``None`` when ungrouped): one flush in
+        flight, batches of at most ``max_group_size`` callers.
+
+        Raises:
+            ConfigurationError: bad group options.
+        """
+        if max_group_size is not None:
+            check_count(max_group_size, "max_group_size", maximum=largest_group or 10**12)
+        if (
+            isinstance(batch_window_secs, bool)
+            or not isinstance(batch_window_secs, (int, float))
+            or not 0 <= batch_window_secs <= 10
+        ):
+            raise ConfigurationError(f"batch_window_secs must be in [0, 10]: {batch_window_secs!r}")
+        if not group:
+            return None
+        return Coalescer(
+            flush,
+            max_batch=max_group_size,
+            window_secs=float(batch_window_secs),
+            name=f"{type(self).__name__}({self.key!r}, group=True)",
+        )
 
     async def _retry(
         self,

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Literal
 
+from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
-from aioseq._store import check_count, number, serialize
+from aioseq._store import Item, check_count, number, serialize
 from aioseq.config import MAX_DIGITS
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     CounterValueInvalid,
     NumberOutOfRange,
+    TransactionCanceled,
 )
-from aioseq.strategies._base import Strategy, is_conflict
+from aioseq.strategies._base import (
+    MAX_TRANSACTION_BYTES,
+    Strategy,
+    approximate_size,
+    is_conflict,
+    is_retryable_cancellation,
+)
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
-__all__ = ["SortKeyCounter"]
+__all__ = ["MAX_GROUP_SIZE", "SortKeyCounter"]
+
+#: DynamoDB takes at most 100 actions per transaction.
+MAX_GROUP_SIZE = 100
 
 OnConflict = Literal["increment", "requery"]
 
@@ -64,6 +77,12 @@ class SortKeyCounter(Strategy):
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
+        group: coalesce concurrent puts: the waiting items (up to ``max_group_size`` <= 100
+            and ~4 MB) are numbered after one query and written by one ``TransactWriteItems``
+            of conditional puts, all or nothing, so the collection stays gapless (a group that
+            loses a race always queries again). A lone caller is not delayed.
+        max_group_size: the most items per group (1..100).
+        batch_window_secs: how long a group waits for company first (0: never).
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's
@@ -79,8 +98,14 @@ class SortKeyCounter(Strategy):
         consistent_read: bool = True,
         zero_pad: int | None = None,
         max_in_flight: int | None = 1,
+        group: bool = False,
+        max_group_size: int = MAX_GROUP_SIZE,
+        batch_window_secs: float = 0.0,
     ) -> None:
         super().__init__(store, partition, max_in_flight=max_in_flight)
+        self._group: Coalescer[Item, int] | None = self._grouper(
+            self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
+        )
         table = store.table
         if table.sort_key is None:
             raise ConfigurationError(
@@ -174,35 +199,77 @@ class SortKeyCounter(Strategy):
         if clash:
             raise ConfigurationError(f"attributes must not set the key attributes {sorted(clash)}")
         self._check_open()
-        candidate: int | None = None
+        if self._group is not None:
+            return await self._group.submit(extra)
+        put: Waiter[Item, int] = Waiter(extra, asyncio.get_running_loop().create_future())
+        await self._commit([put])
+        return put.future.result()
 
-        async def attempt() -> int:
-            nonlocal candidate
-            if candidate is None:
-                candidate = await self._query_max() + 1
-            item = {
-                table.partition_key: {"S": self.key},
-                self.sort_key: self.format_sort_key(candidate),
-                **extra,
+    async def _commit(self, puts: list[Waiter[Item, int]]) -> None:
+        """Store the waiting puts' items under the next numbers: one conditional ``PutItem``
+        for one, one ``TransactWriteItems`` of conditional puts for several (all or nothing,
+        so the collection stays gapless), retried on lost races. Puts cut off by the size
+        limits stay waiting."""
+        table = self.store.table
+        highest: int | None = None  # the collection's highest number, as last seen
+
+        async def attempt() -> None:
+            nonlocal highest
+            group: list[Waiter[Item, int]] = []
+            size = 0
+            for put in puts:
+                if put.waiting and len(group) < MAX_GROUP_SIZE:
+                    size += approximate_size(put.request)
+                    if group and size > MAX_TRANSACTION_BYTES:
+                        break
+                    group.append(put)
+            if not group:
+                return
+            if highest is None:
+                highest = await self._query_max()
+            first = highest + 1
+            items = [
+                {
+                    table.partition_key: {"S": self.key},
+                    self.sort_key: self.format_sort_key(first + i),
+                    **put.request,
+                }
+                for i, put in enumerate(group)
+            ]
+            condition = {
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": table.partition_key},
             }
             try:
-                await self.store.call(
-                    "put_item",
-                    TableName=table.name,
-                    Item=item,
-                    ConditionExpression="attribute_not_exists(#pk)",
-                    ExpressionAttributeNames={"#pk": table.partition_key},
-                )
-            except ConditionFailed:
-                candidate = candidate + 1 if self.on_conflict == "increment" else None
+                if len(items) == 1:
+                    await self.store.call(
+                        "put_item", TableName=table.name, Item=items[0], **condition
+                    )
+                else:
+                    await self.store.call(
+                        "transact_write_items",
+                        ClientRequestToken=str(uuid.uuid4()),
+                        TransactItems=[
+                            {"Put": {"TableName": table.name, "Item": item, **condition}}
+                            for item in items
+                        ],
+                    )
+            except (ConditionFailed, TransactionCanceled) as exc:
+                if is_conflict(exc):
+                    single = len(items) == 1 and self.on_conflict == "increment"
+                    highest = highest + 1 if single else None
                 raise
-            return candidate
+            highest += len(group)
+            self._numbers += len(group)
+            for n, put in enumerate(group, start=first):
+                if put.waiting:  # a caller cancelled during the write: its item is stored
+                    put.future.set_result(n)
 
-        stored = await self._retry(
+        await self._retry(
             attempt,
-            retry_if=lambda e: is_transient(e) or is_conflict(e),
+            retry_if=lambda e: (
+                is_transient(e) or is_conflict(e) or is_retryable_cancellation(e, lost_race_at=None)
+            ),
             # +1 needs no fresh read, so no reason to wait; a requery should wait, then read.
-            at_once=lambda e: self.on_conflict == "increment" and is_conflict(e),
+            at_once=lambda e: self.on_conflict == "increment" and isinstance(e, ConditionFailed),
         )
-        self._numbers += 1
-        return stored
