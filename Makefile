@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint bench clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -38,6 +38,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 .cache/dynamodb-local/.installed: scripts/install-dynamodb-local
 	scripts/install-dynamodb-local
 	touch $@
+
+bench: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.allocator
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.group_commit
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="B",
         help="allocator: the first block's size; it then follows demand (100)",
     )
+    take.add_argument(
+        "--group",
+        action="store_true",
+        help="optimistic, sort-key, transactional: group commit of concurrent calls",
+    )
 
     current = commands.add_parser("current", parents=[common], help="print a counter's value")
     current.add_argument("key", metavar="KEY", help="the counter key")
@@ -154,6 +159,7 @@ async def _next(args: argparse.Namespace) -> int:
             count=args.count,
             concurrency=args.concurrency,
             block_size=args.block_size,
+            group=args.group,
             on_number=emit,
         )
     return 0

@@ -12,6 +12,7 @@ from aioseq._store import DynamoStore, configured_endpoint
 from aioseq.config import TableSpec
 from aioseq.workload import (
     GAPLESS_STRATEGIES,
+    GROUPED_STRATEGIES,
     STRATEGIES,
     check_numbers,
     run_workload,
@@ -78,7 +79,8 @@ async def run_demo(
     strategies: Sequence[str] = STRATEGIES,
     fresh_table: bool = False,
 ) -> list[DemoRow]:
-    """Run ``count`` numbers through each strategy and check them.
+    """Run ``count`` numbers through each strategy and check them; the strategies with a
+    group-commit mode run twice, ungrouped and grouped (row ``<strategy> +group``).
 
     Each strategy gets its own counter key (``demo-<run id>-<strategy>``), so a demo against a
     shared server never touches existing counters. With ``fresh_table`` (the embedded server)
@@ -90,21 +92,33 @@ async def run_demo(
     async with DynamoStore.open(
         table=table, endpoint_url=endpoint_url, region_name=region_name
     ) as shared:
-        for strategy in strategies:
-            key = f"demo-{run_id}-{strategy}"
+        variants = [
+            (strategy, group)
+            for strategy in strategies
+            for group in ((False, True) if strategy in GROUPED_STRATEGIES else (False,))
+        ]
+        for strategy, group in variants:
+            label = f"{strategy} +group" if group else strategy
+            key = f"demo-{run_id}-{strategy}{'-grouped' if group else ''}"
             store = shared
             if fresh_table:
-                spec = TableSpec(name=f"{table.name}-{strategy}")
-                store = DynamoStore(shared.client, spec, retry_policy=shared.retry_policy)
+                name = f"{table.name}-{strategy}{'-grouped' if group else ''}"
+                store = DynamoStore(shared.client, name, retry_policy=shared.retry_policy)
             await store.create_table()
             run = await run_workload(
-                store, strategy, key, count=count, concurrency=concurrency, instances=instances
+                store,
+                strategy,
+                key,
+                count=count,
+                concurrency=concurrency,
+                instances=instances,
+                group=group,
             )
             stored = await stored_numbers(store, key) if strategy in GAPLESS_STRATEGIES else None
             check = check_numbers(run.numbers, stored)
             rows.append(
                 DemoRow(
-                    strategy=strategy,
+                    strategy=label,
                     numbers=len(run.numbers),
                     wall_secs=run.wall_secs,
                     requests=sum(run.requests.values()),

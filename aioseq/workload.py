@@ -16,6 +16,7 @@ from aioseq.strategies._base import Strategy
 
 __all__ = [
     "GAPLESS_STRATEGIES",
+    "GROUPED_STRATEGIES",
     "STRATEGIES",
     "Check",
     "Run",
@@ -37,6 +38,8 @@ STRATEGIES: tuple[StrategyName, ...] = (
 )
 #: Strategies that promise no gaps among stored items.
 GAPLESS_STRATEGIES: frozenset[str] = frozenset({"sort-key", "transactional"})
+#: Strategies with a group-commit mode.
+GROUPED_STRATEGIES: frozenset[str] = frozenset({"optimistic", "sort-key", "transactional"})
 
 Take = Callable[[], Awaitable[int]]
 
@@ -59,14 +62,22 @@ class Taker:
     aclose: Callable[[], Awaitable[None]] | None = None
 
 
-def make_taker(store: DynamoStore, strategy: str, key: str, *, block_size: int = 100) -> Taker:
+def make_taker(
+    store: DynamoStore, strategy: str, key: str, *, block_size: int = 100, group: bool = False
+) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
     item ``{pk: key, sk: n}`` per number, in the collection whose counter item (if any) is
-    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with.
+    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with;
+    ``group`` turns on group commit for the strategies in :data:`GROUPED_STRATEGIES`.
 
     Raises:
-        ConfigurationError: an unknown strategy or a bad key.
+        ConfigurationError: an unknown strategy, a bad key, or ``group`` for a strategy
+            that has no group mode.
     """
+    if group and strategy not in GROUPED_STRATEGIES:
+        raise ConfigurationError(
+            f"{strategy} has no group mode; those that do: {', '.join(sorted(GROUPED_STRATEGIES))}"
+        )
     table = store.table
     if strategy == "atomic":
         atomic = store.atomic_counter(key)
@@ -75,13 +86,13 @@ def make_taker(store: DynamoStore, strategy: str, key: str, *, block_size: int =
         allocator = store.block_allocator(key, block_size=block_size)
         return Taker(allocator.next, allocator.counter, allocator.current, allocator.aclose)
     if strategy == "optimistic":
-        optimistic = store.optimistic_counter(key)
+        optimistic = store.optimistic_counter(key, group=group)
         return Taker(optimistic.next, optimistic, optimistic.current)
     if strategy == "sort-key":
-        sort_key = store.sort_key_counter(key)
+        sort_key = store.sort_key_counter(key, group=group)
         return Taker(sort_key.put, sort_key, sort_key.current)
     if strategy == "transactional":
-        gapless = store.gapless_counter(key)
+        gapless = store.gapless_counter(key, group=group)
         sort_key_name = table.sort_key or "sk"
 
         async def put() -> int:
@@ -119,6 +130,7 @@ async def run_workload(
     concurrency: int,
     instances: int = 1,
     block_size: int = 100,
+    group: bool = False,
     on_number: Callable[[int], None] | None = None,
 ) -> Run:
     """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
@@ -133,6 +145,7 @@ async def run_workload(
         key: the counter key.
         count, concurrency, instances: positive ints.
         block_size: the allocator's first block size.
+        group: group commit (see :func:`make_taker`).
         on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
 
     Raises:
@@ -142,7 +155,10 @@ async def run_workload(
     check_count(count, "count", maximum=10**9)
     check_count(concurrency, "concurrency", maximum=100_000)
     check_count(instances, "instances", maximum=10_000)
-    takers = [make_taker(store, strategy, key, block_size=block_size) for _ in range(instances)]
+    takers = [
+        make_taker(store, strategy, key, block_size=block_size, group=group)
+        for _ in range(instances)
+    ]
     before = store.requests
     numbers: list[int] = []
     remaining = count

@@ -12,7 +12,7 @@ import pytest
 from checks import assert_distinct, assert_exactly
 
 from aioseq import DynamoStore, TableSpec
-from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES
+from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
 
 
 def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -87,15 +87,25 @@ def test_bad_arguments_are_refused_before_any_write(
     assert current.stdout == "0\n"
 
 
+def test_group_for_a_strategy_without_group_mode_is_refused(
+    aioseq_endpoint: str, table: str
+) -> None:
+    run = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "next", "k", "--group")
+    assert run.returncode == 1 and "no group mode" in run.stderr
+
+
 def test_unknown_strategy_is_a_usage_error() -> None:
     run = aioseq("next", "k", "--strategy", "random")
     assert run.returncode == 2 and "invalid choice" in run.stderr
 
 
+VARIANTS = [(s, False) for s in STRATEGIES] + [(s, True) for s in sorted(GROUPED_STRATEGIES)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize(("strategy", "group"), VARIANTS)
 def test_four_processes_at_once_on_one_counter(
-    aioseq_endpoint: str, table: str, strategy: str, backend: str
+    aioseq_endpoint: str, table: str, strategy: str, group: bool, backend: str
 ) -> None:
     # The figure (4 x 500 with 50 tasks) on DynamoDB Local; smaller on moto, whose
     # transactions copy the whole table each time.
@@ -104,6 +114,7 @@ def test_four_processes_at_once_on_one_counter(
         sys.executable, "-m", "aioseq", "--endpoint-url", aioseq_endpoint, "--table", table,
         "next", "shared", "--strategy", strategy,
         "--count", str(count), "--concurrency", str(concurrency),
+        *(["--group"] if group else []),
     ]  # fmt: skip
     processes = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
