@@ -14,12 +14,12 @@ import argparse
 import asyncio
 import contextlib
 import json
-import platform
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import aioseq
 from aioseq.testing import DynamoDBLocal
+from benchmarks._report import header
 
 
 @contextlib.contextmanager
@@ -96,11 +96,7 @@ async def main(args: argparse.Namespace, endpoint: str) -> dict[str, object]:
     atomic_rate = args.atomic_count / atomic_secs
     allocator_rate = args.count / allocator_secs
     return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}",
-        "aioseq": aioseq.__version__,
-        "endpoint": endpoint,
+        **header(endpoint),
         "callers": args.callers,
         "block_size": block,
         "atomic_numbers": args.atomic_count,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,6 +24,7 @@ from dynamodb_autoincrement import DynamoDBAutoIncrement  # type: ignore[import-
 
 import aioseq
 from aioseq.workload import check_numbers
+from benchmarks._report import header
 from benchmarks.allocator import server
 
 Put = Callable[[int], Awaitable[int]]
@@ -143,11 +143,7 @@ async def main(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
             finally:
                 await store.delete_table()
     return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}",
-        "aioseq": aioseq.__version__,
-        "endpoint": endpoint,
+        **header(endpoint),
         "rows": rows,
     }
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 #: Cancellation reason codes worth another attempt of the same transaction.
@@ -134,6 +135,25 @@ class Strategy:
             window_secs=float(batch_window_secs),
             name=f"{type(self).__name__}({self.key!r}, group=True)",
         )
+
+    async def _through(
+        self,
+        group: Coalescer[R, T] | None,
+        commit: Callable[[list[Waiter[R, T]]], Awaitable[None]],
+        request: R,
+    ) -> T:
+        """Serve one call: through the group's coalescer when grouped, else by committing a
+        group of one in the caller's own task (the same commit code either way)."""
+        if group is not None:
+            return await group.submit(request)
+        waiter: Waiter[R, T] = Waiter(request, asyncio.get_running_loop().create_future())
+        try:
+            await commit([waiter])
+        except BaseException:
+            if waiter.future.done() and not waiter.future.cancelled():
+                waiter.future.exception()  # retrieved: the error raised here supersedes it
+            raise
+        return waiter.future.result()
 
     async def _retry(
         self,

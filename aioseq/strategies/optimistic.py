@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._coalesce import Coalescer, Waiter
@@ -104,11 +103,7 @@ class OptimisticCounter(Strategy):
         """
         check_count(n, "n")
         self._check_open()
-        if self._group is not None:
-            return await self._group.submit(n)
-        take: Waiter[int, range] = Waiter(n, asyncio.get_running_loop().create_future())
-        await self._commit([take])
-        return take.future.result()
+        return await self._through(self._group, self._commit, n)
 
     async def _commit(self, takes: list[Waiter[int, range]]) -> None:
         """One conditional write of ``current + k`` for the k numbers the waiting callers want

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -199,11 +198,7 @@ class SortKeyCounter(Strategy):
         if clash:
             raise ConfigurationError(f"attributes must not set the key attributes {sorted(clash)}")
         self._check_open()
-        if self._group is not None:
-            return await self._group.submit(extra)
-        put: Waiter[Item, int] = Waiter(extra, asyncio.get_running_loop().create_future())
-        await self._commit([put])
-        return put.future.result()
+        return await self._through(self._group, self._commit, extra)
 
     async def _commit(self, puts: list[Waiter[Item, int]]) -> None:
         """Store the waiting puts' items under the next numbers: one conditional ``PutItem``

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -169,16 +168,7 @@ class GaplessCounter(Strategy):
         """
         self._make_item(item, 1)  # validate before any request
         self._check_open()
-        if self._group is not None:
-            return await self._group.submit(item)
-        put: Put = Waiter(item, asyncio.get_running_loop().create_future())
-        try:
-            await self._commit([put])
-        except BaseException:
-            if put.future.done() and not put.future.cancelled():
-                put.future.exception()  # retrieved: the error raised here supersedes it
-            raise
-        return put.future.result()
+        return await self._through(self._group, self._commit, item)
 
     async def _commit(self, puts: list[Put]) -> None:
         """Commit the puts still waiting, as one or more transactions, each gapless.
