@@ -72,19 +72,13 @@ class Coalescer(Generic[R, T]):
         self._max_batch = max_batch
         self._window_secs = window_secs
         self._name = name or "aioseq-coalescer"
-        self._queue: deque[Waiter[R, T]] = deque()
-        #: The waiting callers, oldest first (read-only for users: a hot path may test it).
-        self.queue = self._queue
+        #: The waiting callers, oldest first. Read-only outside this class: a hot path may test
+        #: it for emptiness (cancelled callers stay in it until a flush drops them).
+        self.queue: deque[Waiter[R, T]] = deque()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kicked = False
         self._closed = False
-        self.flushes = 0
-
-    @property
-    def queued(self) -> int:
-        """Callers waiting for a flush (cancelled ones included until a flush drops them)."""
-        return len(self._queue)
 
     @property
     def flushing(self) -> bool:
@@ -118,7 +112,7 @@ class Coalescer(Generic[R, T]):
         if self._closed:
             raise StoreClosed(f"{self._name} is closed")
         waiter: Waiter[R, T] = Waiter(request, loop.create_future())
-        self._queue.append(waiter)
+        self.queue.append(waiter)
         self._start()
         return await waiter.future
 
@@ -138,20 +132,19 @@ class Coalescer(Generic[R, T]):
 
     async def _run(self) -> None:
         try:
-            while self._kicked or self._queue:
+            while self._kicked or self.queue:
                 self._kicked = False
                 if self._window_secs > 0 and (
-                    self._max_batch is None or len(self._queue) < self._max_batch
+                    self._max_batch is None or len(self.queue) < self._max_batch
                 ):
                     await asyncio.sleep(self._window_secs)
                 batch: list[Waiter[R, T]] = []
-                while self._queue and (self._max_batch is None or len(batch) < self._max_batch):
-                    waiter = self._queue.popleft()
+                while self.queue and (self._max_batch is None or len(batch) < self._max_batch):
+                    waiter = self.queue.popleft()
                     if waiter.waiting:
                         batch.append(waiter)
-                if not batch and self._queue:
+                if not batch and self.queue:
                     continue
-                self.flushes += 1
                 try:
                     await self._flush(batch)
                 except asyncio.CancelledError:
@@ -166,7 +159,7 @@ class Coalescer(Generic[R, T]):
                     if not isinstance(exc, Exception):
                         raise
                 else:
-                    self._queue.extendleft(reversed([w for w in batch if w.waiting]))
+                    self.queue.extendleft(reversed([w for w in batch if w.waiting]))
         finally:
             self._task = None
 
@@ -182,7 +175,7 @@ class Coalescer(Generic[R, T]):
         try:
             await self.wait_idle()
         finally:
-            while self._queue:
-                waiter = self._queue.popleft()
+            while self.queue:
+                waiter = self.queue.popleft()
                 if waiter.waiting:
                     waiter.future.set_exception(StoreClosed(f"{self._name} is closed"))

@@ -192,7 +192,7 @@ class BlockAllocator:
         if k < self._end_k and not self._waiting and get_ident() == self._thread:
             self._next_k = k + 1
             if k >= self._prefetch_k:
-                self._kick_prefetch()
+                self._coalescer.kick()
             return self._base + k * self.stride
         return (await self._wait_for(1)).start
 
@@ -210,7 +210,7 @@ class BlockAllocator:
             taken = self._take(n)
             if taken is not None:
                 if taken[-1] >= self._prefetch_k:
-                    self._kick_prefetch()
+                    self._coalescer.kick()
                 return self._numbers(taken)
         return await self._wait_for(n)
 
@@ -229,10 +229,6 @@ class BlockAllocator:
         same thread can only take numbers already reserved; its first refill raises."""
         self._coalescer.check_loop()
         self._thread = get_ident()
-
-    def _kick_prefetch(self) -> None:
-        if not self._coalescer.flushing and not self._closed:
-            self._coalescer.kick()
 
     def _numbers(self, values: range) -> range:
         return range(
@@ -427,5 +423,5 @@ class BlockAllocator:
         return (
             f"<BlockAllocator key={self.key!r} {state} blocks={blocks}"
             f" available={self.available} block_size={self._block_size}"
-            f" waiting={self._coalescer.queued}>"
+            f" waiting={len(self._waiting)}>"
         )
