@@ -41,6 +41,14 @@ from aioseq.errors import TransactionConflict as TransactionConflict
 from aioseq.errors import ValidationFailed as ValidationFailed
 from aioseq.errors import WrongEventLoop as WrongEventLoop
 
+# formatting numbers as identifiers and sort keys
+from aioseq.formatting import IdFormat as IdFormat
+from aioseq.formatting import zero_pad as zero_pad
+
+# observability
+from aioseq.observe import Observer as Observer
+from aioseq.observe import StatisticsObserver as StatisticsObserver
+
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
 from aioseq.strategies import GaplessCounter as GaplessCounter
@@ -71,15 +79,18 @@ __all__ = [
     "CounterValueInvalid",
     "DynamoStore",
     "GaplessCounter",
+    "IdFormat",
     "ItemAlreadyExists",
     "ItemCounter",
     "NumberOutOfRange",
+    "Observer",
     "OptimisticCounter",
     "RetriesExhausted",
     "RetryPolicy",
     "SequenceSource",
     "ServiceUnavailable",
     "SortKeyCounter",
+    "StatisticsObserver",
     "StoreClosed",
     "StoreError",
     "TableNotFound",
@@ -89,6 +100,7 @@ __all__ = [
     "TransactionConflict",
     "ValidationFailed",
     "WrongEventLoop",
+    "zero_pad",
 ]
 
 for _name in __all__:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -18,8 +19,11 @@ from tenacity import (
 
 from aioseq.config import RetryPolicy
 from aioseq.errors import RetriesExhausted, StoreError, TransactionCanceled
+from aioseq.observe import Observer, RetryEvent, notify
 
 T = TypeVar("T")
+
+log = logging.getLogger("aioseq")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -39,6 +43,12 @@ def reason(exc: BaseException) -> str:
     return code
 
 
+def is_conflict_reason(reason: str) -> bool:
+    """True for a :func:`reason` that is a lost race: a failed condition on the counter item
+    or the candidate key (alone, or among a transaction's cancellation reasons)."""
+    return "ConditionalCheckFailed" in reason
+
+
 async def retry(
     attempt: Callable[[], Awaitable[T]],
     *,
@@ -46,6 +56,8 @@ async def retry(
     retry_if: Callable[[BaseException], bool] = is_transient,
     retries: Counter[str] | None = None,
     at_once: Callable[[BaseException], bool] = lambda exc: False,
+    observer: Observer | None = None,
+    counter_key: str = "",
 ) -> T:
     """Run ``attempt`` until it returns, retrying the errors ``retry_if`` accepts.
 
@@ -61,6 +73,8 @@ async def retry(
             retrying at once with the value they learnt would keep losing to it; full jitter
             also minimises total work for optimistic concurrency (AWS Architecture Blog,
             "Exponential Backoff And Jitter").
+        observer: if given, each retry is reported to its ``on_retry``.
+        counter_key: the key of the counter that retries, for the observer and the log.
 
     Raises:
         RetriesExhausted: the bounds were reached; ``last_error`` (and ``__cause__``) is the last
@@ -69,10 +83,29 @@ async def retry(
     """
 
     def count(state: RetryCallState) -> None:
-        if retries is not None and state.outcome is not None:
-            error = state.outcome.exception()
-            if error is not None:
-                retries[reason(error)] += 1
+        error = state.outcome.exception() if state.outcome is not None else None
+        if error is None:
+            return
+        why = reason(error)
+        if retries is not None:
+            retries[why] += 1
+        wait_secs = state.next_action.sleep if state.next_action is not None else 0.0
+        log.debug(
+            "counter %r: attempt %d failed (%s); retrying in %.3f s",
+            counter_key,
+            state.attempt_number,
+            why,
+            wait_secs,
+        )
+        if observer is not None:
+            event = RetryEvent(
+                counter_key=counter_key,
+                reason=why,
+                conflict=is_conflict_reason(why),
+                attempt=state.attempt_number,
+                wait_secs=wait_secs,
+            )
+            notify(observer.on_retry, event)
 
     jitter = wait_random_exponential(
         multiplier=policy.initial_backoff_secs, max=policy.max_backoff_secs
@@ -95,4 +128,10 @@ async def retry(
     except RetryError as exhausted:
         last = exhausted.last_attempt
         error = last.exception()
+        log.info(
+            "counter %r: gave up after %d attempts; last error: %s",
+            counter_key,
+            last.attempt_number,
+            reason(error) if error is not None else None,
+        )
         raise RetriesExhausted(last.attempt_number, error) from error

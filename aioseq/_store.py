@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AsyncExitStack
@@ -21,7 +22,14 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer  # type: ignor
 from botocore.exceptions import ClientError, HTTPClientError, WaiterError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from aioseq.config import DEFAULT_TABLE_NAME, MAX_KEY_BYTES, MAX_NUMBER, RetryPolicy, TableSpec
+from aioseq.config import (
+    DEFAULT_TABLE_NAME,
+    MAX_ITEM_BYTES,
+    MAX_NUMBER,
+    MAX_PARTITION_KEY_BYTES,
+    RetryPolicy,
+    TableSpec,
+)
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -37,6 +45,7 @@ from aioseq.errors import (
     TransactionConflict,
     ValidationFailed,
 )
+from aioseq.observe import Observer, RequestEvent, notify
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -107,15 +116,23 @@ def translate(error: Exception, operation: str) -> StoreError:
     return ConnectionFailed(f"{operation}: {error}", code=type(error).__name__, operation=operation)
 
 
-def check_key(key: object, what: str = "counter key") -> str:
-    """Validate a counter key / partition key value: a non-empty ``str`` of at most
-    ``MAX_KEY_BYTES`` UTF-8 bytes. Raises :class:`ConfigurationError`."""
+def check_key(
+    key: object, what: str = "counter key", *, maximum: int = MAX_PARTITION_KEY_BYTES
+) -> str:
+    """Validate a counter key / partition key value: a non-empty ``str`` of valid Unicode and
+    at most ``maximum`` UTF-8 bytes (DynamoDB's 2048 for a partition key). Any characters are
+    fine: key values travel as AttributeValues, never in an expression's text.
+    Raises :class:`ConfigurationError`."""
     if not isinstance(key, str):
         raise ConfigurationError(f"{what} must be a str, not {type(key).__name__}")
     if not key:
         raise ConfigurationError(f"{what} must not be empty")
-    if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-        raise ConfigurationError(f"{what} must be at most {MAX_KEY_BYTES} UTF-8 bytes")
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"{what} must be valid Unicode (no lone surrogates)") from None
+    if size > maximum:
+        raise ConfigurationError(f"{what} must be at most {maximum} UTF-8 bytes, not {size}")
     return key
 
 
@@ -124,7 +141,7 @@ def check_count(n: object, what: str = "count", *, maximum: int = MAX_NUMBER) ->
     if not isinstance(n, int) or isinstance(n, bool):
         raise ConfigurationError(f"{what} must be an int, not {type(n).__name__}")
     if not 1 <= n <= maximum:
-        raise ConfigurationError(f"{what} must be between 1 and {maximum}: {n}")
+        raise ConfigurationError(f"{what} must be an int from 1 to {maximum}, not {n}")
     return n
 
 
@@ -136,20 +153,62 @@ def number(n: int) -> AttributeValue:
 
 
 def parse_counter(item: Mapping[str, AttributeValue] | None, key: str, attribute: str) -> int:
-    """The whole number in ``item[attribute]``; 0 when the item or the attribute is missing.
+    """The counter's value: the whole number ``0 <= v <= 10**38 - 1`` in ``item[attribute]``;
+    0 when there is no counter item (``item`` is ``None`` or empty).
 
     Raises:
-        CounterValueInvalid: the attribute is not a Number, or not a whole one.
+        CounterValueInvalid: the counter item exists without the attribute, or the attribute
+            is not a Number, or not a whole one, or is negative.
     """
-    if not item or attribute not in item:
+    if not item:
         return 0
-    value = item[attribute]
-    if set(value) != {"N"}:
+    value = item.get(attribute)
+    if value is None or set(value) != {"N"}:
         raise CounterValueInvalid(key, attribute, value)
     parsed = Decimal(value["N"])
-    if parsed != parsed.to_integral_value():
+    if not parsed.is_finite() or parsed != parsed.to_integral_value() or parsed < 0:
         raise CounterValueInvalid(key, attribute, value)
     return int(parsed)
+
+
+def item_size(item: Mapping[str, AttributeValue]) -> int:
+    """The size DynamoDB counts for an item (AttributeValues), in bytes, by the rules of its
+    guide ("Item sizes and formats"): names and strings in UTF-8 bytes, binary in bytes, a
+    number 1 byte per 2 significant digits plus 1, a boolean or null 1, a list or map 3 plus 1
+    per element, a set the sum of its elements. Rounded up, so an upper bound."""
+    return sum(
+        len(name.encode("utf-8", "surrogatepass")) + _value_size(v) for name, v in item.items()
+    )
+
+
+def _value_size(value: AttributeValue) -> int:
+    kind, data = next(iter(value.items()))
+    if kind == "S":
+        return len(str(data).encode("utf-8", "surrogatepass"))
+    if kind == "N":
+        mantissa = str(data).lstrip("+-").partition("e")[0].partition("E")[0]
+        digits = max(1, len(mantissa.replace(".", "").strip("0")))
+        return (digits + 1) // 2 + 1
+    if kind == "B":
+        return len(data)
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: element}) for element in data)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(element) for element in data)
+    if kind == "M":
+        return 3 + sum(1 + item_size({name: element}) for name, element in data.items())
+    return 1  # BOOL, NULL
+
+
+def check_item_size(item: Mapping[str, AttributeValue]) -> None:
+    """Raise :class:`ConfigurationError` if ``item`` would not fit DynamoDB's 400 KB item limit
+    (by :func:`item_size`). The message gives sizes only, never the item."""
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise ConfigurationError(
+            f"the item is {size:,} bytes; DynamoDB stores at most {MAX_ITEM_BYTES:,} bytes"
+            " (400 KB) per item, names included"
+        )
 
 
 def serialize(item: Mapping[str, Any]) -> Item:
@@ -159,10 +218,22 @@ def serialize(item: Mapping[str, Any]) -> Item:
     Raises:
         ConfigurationError: a value has no DynamoDB type (``float`` included: use ``Decimal``).
     """
-    try:
-        return {str(name): _serializer.serialize(value) for name, value in item.items()}
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"item cannot be stored in DynamoDB: {exc}") from exc
+    serialized: Item = {}
+    for name, value in item.items():
+        try:
+            serialized[str(name)] = _serializer.serialize(value)
+        except ArithmeticError:  # boto3's decimal context traps rounding
+            problem = "a number with more than 38 significant digits"
+        except (TypeError, ValueError) as exc:  # boto3's message shows the value: not ours
+            problem = "a float (use int or Decimal)" if "Float" in str(exc) else "a value"
+            problem += " that has no DynamoDB type"
+        else:
+            continue
+        raise ConfigurationError(
+            f"attribute {name!r} ({type(value).__name__}) holds {problem}; DynamoDB stores"
+            " int, Decimal, str, bytes, bool, None, and lists, dicts and sets of them"
+        ) from None
+    return serialized
 
 
 def deserialize(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
@@ -191,6 +262,9 @@ class DynamoStore:
         client: an open aiobotocore DynamoDB client.
         table: the table's name, or its full :class:`~aioseq.config.TableSpec`.
         retry_policy: how strategies made from this store retry.
+        observer: an :class:`~aioseq.observe.Observer` that every request, retry, refill and
+            wasted number of this store and its counters is reported to (default: none). With
+            one set, item requests ask for ``ReturnConsumedCapacity=TOTAL``.
     """
 
     def __init__(
@@ -199,10 +273,12 @@ class DynamoStore:
         table: TableSpec | str = DEFAULT_TABLE_NAME,
         *,
         retry_policy: RetryPolicy | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.client = client
         self.table = table if isinstance(table, TableSpec) else TableSpec(name=table)
         self.retry_policy = retry_policy or RetryPolicy()
+        self.observer = observer
         self._requests: Counter[str] = Counter()
         self._exit_stack: AsyncExitStack | None = None
         self._closed = False
@@ -221,6 +297,7 @@ class DynamoStore:
         read_timeout_secs: float = 10.0,
         retry_policy: RetryPolicy | None = None,
         session: aioboto3.Session | None = None,
+        observer: Observer | None = None,
     ) -> _Opening:
         """Open an aioboto3 session and one DynamoDB client that this store owns.
 
@@ -241,6 +318,7 @@ class DynamoStore:
             connect_timeout_secs, read_timeout_secs: per request, in seconds.
             retry_policy: see :class:`~aioseq.config.RetryPolicy`.
             session: an aioboto3 session to make the client from (default: a new one).
+            observer: see :class:`DynamoStore` and :mod:`aioseq.observe`.
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -281,7 +359,7 @@ class DynamoStore:
             client = await stack.enter_async_context(
                 aws.client("dynamodb", region_name=region, config=config, **client_args)
             )
-            store = DynamoStore(client, spec, retry_policy=retry_policy)
+            store = DynamoStore(client, spec, retry_policy=retry_policy, observer=observer)
             store._exit_stack = stack
             return store
 
@@ -317,11 +395,11 @@ class DynamoStore:
 
     # --- the counters -----------------------------------------------------------------------
 
-    def atomic_counter(self, key: str) -> AtomicCounter:
+    def atomic_counter(self, key: str, **options: Any) -> AtomicCounter:
         """An :class:`~aioseq.strategies.AtomicCounter` on counter ``key``."""
         from aioseq.strategies.counter import AtomicCounter
 
-        return AtomicCounter(self, key)
+        return AtomicCounter(self, key, **options)
 
     def optimistic_counter(self, key: str, **options: Any) -> OptimisticCounter:
         """An :class:`~aioseq.strategies.OptimisticCounter` on counter ``key``."""
@@ -369,11 +447,44 @@ class DynamoStore:
         """
         if self._closed:
             raise StoreClosed("this DynamoStore is closed")
+        if self.observer is not None:
+            return await self._observed_call(self.observer, operation, params)
         method = getattr(self.client, operation)
         try:
             response: dict[str, Any] = await method(**params)
         except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
             raise translate(exc, _operation_name(operation)) from exc
+        return response
+
+    async def _observed_call(
+        self, observer: Observer, operation: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """:meth:`call` with an observer: asks for ``ReturnConsumedCapacity=TOTAL`` on item
+        requests, times the request and reports it, answered or failed."""
+        if operation in _CAPACITY_OPERATIONS:
+            params.setdefault("ReturnConsumedCapacity", "TOTAL")
+        name = _operation_name(operation)
+        error: str | None = None
+        response: dict[str, Any] = {}
+        started = time.perf_counter()
+        try:
+            response = await getattr(self.client, operation)(**params)
+        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
+            translated = translate(exc, name)
+            error = translated.code or type(translated).__name__
+            raise translated from exc
+        except Exception as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            event = RequestEvent(
+                operation=name,
+                table=self.table.name,
+                latency_secs=time.perf_counter() - started,
+                consumed_capacity_units=_capacity_units(response.get("ConsumedCapacity")),
+                error=error,
+            )
+            notify(observer.on_request, event)
         return response
 
     # --- keys -------------------------------------------------------------------------------
@@ -462,6 +573,33 @@ class DynamoStore:
     async def delete_table(self) -> None:
         """Delete the table (``DeleteTable``). For tests and demos."""
         await self.call("delete_table", TableName=self.table.name)
+
+
+#: The operations that take ``ReturnConsumedCapacity`` (botocore method names).
+_CAPACITY_OPERATIONS = frozenset(
+    {
+        "get_item",
+        "put_item",
+        "update_item",
+        "delete_item",
+        "query",
+        "scan",
+        "transact_write_items",
+        "transact_get_items",
+        "batch_get_item",
+        "batch_write_item",
+    }
+)
+
+
+def _capacity_units(consumed: object) -> float | None:
+    """``CapacityUnits`` from a ``ConsumedCapacity`` answer (one dict, or one per table of a
+    transaction, summed); ``None`` when there is none."""
+    entries = [consumed] if isinstance(consumed, dict) else consumed
+    if not isinstance(entries, list):
+        return None
+    units = [e["CapacityUnits"] for e in entries if isinstance(e, dict) and "CapacityUnits" in e]
+    return float(sum(units)) if units else None
 
 
 def _operation_name(method: str) -> str:

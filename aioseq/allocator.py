@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from _thread import get_ident
 from collections import deque
@@ -10,15 +11,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aioseq._coalesce import Coalescer, Waiter
-from aioseq._store import check_count
+from aioseq._store import check_count, check_key
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
+from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
 from aioseq.strategies.counter import AtomicCounter
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
 __all__ = ["AllocatorStatistics", "BlockAllocator"]
+
+log = logging.getLogger("aioseq")
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,12 @@ class BlockAllocator:
         prefetch_at: reserve the next block when fewer than this fraction of a block is left
             (0 <= prefetch_at < 1; 0 disables prefetch).
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
-            ``offset >= 0``).
+            ``0 <= offset <= max_value``).
+        max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
+            :data:`~aioseq.config.MAX_SAFE_INTEGER` for JavaScript readers). The ``ADD``'s
+            condition keeps the counter item at or below the counter value of the last number
+            that fits, so a block that would pass it is never reserved (the numbers between
+            the last block and ``max_value`` may stay unused).
         clock: a monotonic clock in seconds (inject a fake one in tests).
 
     Raises:
@@ -117,10 +126,10 @@ class BlockAllocator:
         prefetch_at: float = 0.5,
         stride: int = 1,
         offset: int = 1,
+        max_value: int = MAX_NUMBER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._counter = AtomicCounter(store, key)
-        self.key = self._counter.key
+        self.key = check_key(key)
         for name, value in (
             ("block_size", block_size),
             ("min_block_size", min_block_size),
@@ -142,8 +151,12 @@ class BlockAllocator:
         ):
             raise ConfigurationError(f"prefetch_at must be in [0, 1): {prefetch_at!r}")
         check_count(stride, "stride", maximum=10**12)
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise ConfigurationError(f"offset must be an int >= 0: {offset!r}")
+        check_count(max_value, "max_value")
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= max_value:
+            raise ConfigurationError(f"offset must be an int from 0 to max_value: {offset!r}")
+        # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value.
+        self._counter = AtomicCounter(store, key, max_value=(max_value - offset) // stride + 1)
+        self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
         self.target_refill_interval_secs = target_refill_interval_secs
@@ -256,7 +269,7 @@ class BlockAllocator:
                 return range(lo, lo + n)
             if not self._spare:
                 return None  # the next block may continue this one
-            self._wasted += self._end_k - lo
+            self._waste(self._end_k - lo, "skipped")
             self._next_k, self._end_k = self._spare.popleft()
             self._spare_count -= self._end_k - self._next_k
             self._blocks_changed()
@@ -282,7 +295,12 @@ class BlockAllocator:
         if not demand and self.available >= self._low_water:
             return  # a prefetch that is no longer needed
         self._resize()
-        reserved = await self._counter.next_many(max(self._block_size, demand + self._low_water))
+        size = max(self._block_size, demand + self._low_water)
+        observer = self._counter.store.observer
+        if observer is None:
+            reserved = await self._counter.next_many(size)
+        else:
+            reserved = await self._observed_refill(observer, size, batch)
         self._refills += 1
         self._reserved += len(reserved)
         self._add_block(reserved.start, reserved.stop)
@@ -292,8 +310,8 @@ class BlockAllocator:
 
     def _add_block(self, lo: int, hi: int) -> None:
         self._top = hi - 1
-        if self._base + self._top * self.stride > MAX_NUMBER:
-            self._wasted += hi - lo
+        if self._base + self._top * self.stride > self.max_value:  # servers that skip the condition
+            self._waste(hi - lo, "out_of_range")
             raise NumberOutOfRange(self._base + self._top * self.stride)
         if self._spare:
             if self._spare[-1][1] == lo:
@@ -310,8 +328,43 @@ class BlockAllocator:
             self._spare_count += hi - lo
         self._blocks_changed()
 
+    async def _observed_refill(
+        self, observer: Observer, size: int, batch: list[Waiter[int, range]]
+    ) -> range:
+        """The refill's ``ADD``, timed and reported to the store's observer."""
+        waiters = sum(1 for w in batch if w.waiting)
+        started = time.perf_counter()
+
+        def report(numbers: int, error: str | None) -> None:
+            event = RefillEvent(
+                counter_key=self.key,
+                numbers=numbers,
+                block_size=self._block_size,
+                latency_secs=time.perf_counter() - started,
+                waiters=waiters,
+                error=error,
+            )
+            notify(observer.on_refill, event)
+
+        try:
+            reserved = await self._counter.next_many(size)
+        except Exception as exc:
+            report(0, type(exc).__name__)
+            raise
+        report(len(reserved), None)
+        return reserved
+
+    def _waste(self, numbers: int, reason: WasteReason) -> None:
+        """Count reserved numbers that will never be handed out (and report them)."""
+        if numbers <= 0:
+            return
+        self._wasted += numbers
+        observer = self._counter.store.observer
+        if observer is not None:
+            notify(observer.on_waste, WasteEvent(self.key, numbers, reason))
+
     def _abandon_blocks(self) -> None:
-        self._wasted += self.available
+        self._waste(self.available, "abandoned")
         self._next_k = self._end_k = self._spare_count = 0
         self._spare.clear()
         self._blocks_changed()
@@ -374,6 +427,16 @@ class BlockAllocator:
         finally:
             self._close_finished = True
             self._abandon_blocks()
+            if self._reserved:
+                log.info(
+                    "block allocator %r closed: %d numbers reserved, %d handed out,"
+                    " %d given back, %d wasted",
+                    self.key,
+                    self._reserved,
+                    self._reserved - self._returned - self._wasted,
+                    self._returned,
+                    self._wasted,
+                )
 
     def _tail(self) -> range | None:
         """The unused counter values that end at the counter's top, if we hold any."""

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from aioseq.errors import ConfigurationError
 
-__all__ = ["DEFAULT_TABLE_NAME", "MAX_DIGITS", "MAX_NUMBER", "RetryPolicy", "TableSpec"]
+__all__ = [
+    "DEFAULT_TABLE_NAME",
+    "MAX_DIGITS",
+    "MAX_ITEM_BYTES",
+    "MAX_NUMBER",
+    "MAX_PARTITION_KEY_BYTES",
+    "MAX_SAFE_INTEGER",
+    "MAX_SORT_KEY_BYTES",
+    "RetryPolicy",
+    "TableSpec",
+    "check_attribute_name",
+    "check_table_name",
+]
 
 #: The table ``aioseq create-table`` and ``DynamoStore.open()`` use when none is named.
 DEFAULT_TABLE_NAME = "aioseq"
@@ -19,8 +32,48 @@ MAX_DIGITS = 38
 #: The largest sequence number aioseq hands out: 10**38 - 1.
 MAX_NUMBER = 10**MAX_DIGITS - 1
 
-#: The longest counter key or partition key value accepted, in UTF-8 bytes (DynamoDB: 2048).
-MAX_KEY_BYTES = 1024
+#: JavaScript's ``Number.MAX_SAFE_INTEGER`` (2**53 - 1): pass it as ``max_value=`` when the
+#: numbers are read by JavaScript, which loses precision above it.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+#: DynamoDB's limits on key values, in UTF-8 bytes: a partition key value (a counter key, an
+#: item collection) and a sort key value.
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+#: DynamoDB's largest item (names and values), in bytes.
+MAX_ITEM_BYTES = 400 * 1024
+#: DynamoDB's longest name of a key attribute, in UTF-8 bytes.
+MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+
+
+def check_table_name(name: object, what: str = "table name") -> str:
+    """A DynamoDB table name: 3 to 255 of ``A-Z a-z 0-9 _ - .``.
+    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"{what} must be a str of 3 to 255 characters among A-Z a-z 0-9 _ - .: {name!r}"
+        )
+    return name
+
+
+def check_attribute_name(name: object, what: str = "attribute name") -> str:
+    """An attribute name: a non-empty ``str`` of at most 255 UTF-8 bytes (DynamoDB's limit for
+    key attributes). Any characters are fine: aioseq passes names only through
+    ``ExpressionAttributeNames``, never into an expression's text.
+    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{what} must be a str, not {type(name).__name__}")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"{what} must be valid Unicode (no lone surrogates)") from None
+    if not 1 <= size <= MAX_KEY_ATTRIBUTE_NAME_BYTES:
+        raise ConfigurationError(
+            f"{what} must be 1 to {MAX_KEY_ATTRIBUTE_NAME_BYTES} UTF-8 bytes, not {size}"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -52,14 +105,12 @@ class TableSpec:
     value_attribute: str = "value"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not 3 <= len(self.name) <= 255:
-            raise ConfigurationError(f"table name must be 3 to 255 characters: {self.name!r}")
+        check_table_name(self.name)
         names = [self.partition_key, self.value_attribute]
         if self.sort_key is not None:
             names.append(self.sort_key)
         for name in names:
-            if not isinstance(name, str) or not name or len(name.encode()) > 255:
-                raise ConfigurationError(f"attribute name must be 1 to 255 bytes: {name!r}")
+            check_attribute_name(name)
         if len(set(names)) != len(names):
             raise ConfigurationError(f"attribute names must differ: {names}")
         if self.sort_key_type not in ("N", "S"):

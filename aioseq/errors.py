@@ -64,23 +64,38 @@ class NumberOutOfRange(AioseqError, OverflowError):
 
 
 class CounterValueInvalid(AioseqError):
-    """The counter item exists but its value attribute is not a whole number.
+    """The counter item exists but its value attribute is not a whole number from 0 to
+    ``10**38 - 1``: it is missing, or holds another type, a fraction or a negative number.
 
     Attributes:
         key: the counter key.
         attribute: the value attribute's name.
         found: what the attribute holds, as DynamoDB returned it (an AttributeValue dict), or
-            ``None`` when the attribute is missing but was required.
+            ``None`` when the counter item exists without it. The message says what kind of
+            value it is, never the value.
     """
 
     def __init__(self, key: str, attribute: str, found: Mapping[str, Any] | None) -> None:
         self.key = key
         self.attribute = attribute
         self.found = found
-        kind = next(iter(found), "?") if found else "nothing"
         super().__init__(
-            f"counter {key!r}: attribute {attribute!r} holds {kind}-typed data, not a whole number"
+            f"counter {key!r}: the counter item's attribute {attribute!r} {_describe(found)};"
+            " a counter holds a whole number from 0 to 10**38 - 1 (type N)"
         )
+
+
+def _describe(found: Mapping[str, Any] | None) -> str:
+    """What kind of value a counter attribute holds, without the value."""
+    if not found:
+        return "is missing"
+    kind = next(iter(found))
+    if kind != "N":
+        return f"holds a value of type {kind}, not N"
+    text = str(found[kind])
+    if text.startswith("-"):
+        return "holds a negative number"
+    return "holds a number that is not whole" if any(c in text for c in ".eE") else "is invalid"
 
 
 class RetriesExhausted(AioseqError):

@@ -3,6 +3,7 @@ they can see what aioseq wrote, or make a counter item aioseq would never make).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,3 +45,15 @@ async def item_count(store: DynamoStore) -> int:
     """How many items the table holds (a Scan; test tables are small)."""
     response = await store.call("scan", TableName=store.table.name, Select="COUNT")
     return int(response["Count"])
+
+
+def record_requests(store: DynamoStore) -> list[tuple[str, dict[str, Any]]]:
+    """Record every request sent through the store's client from now on, as ``(operation,
+    parameters)`` (botocore's ``before-parameter-build`` event, before serialization)."""
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    def record(params: dict[str, Any], model: Any, **kwargs: Any) -> None:
+        sent.append((model.name, copy.deepcopy(params)))
+
+    store.client.meta.events.register("before-parameter-build.dynamodb", record)
+    return sent

@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from checks import assert_exactly, counter_item, item_count, put_counter_value
+from checks import assert_exactly, item_count
 
 from aioseq import (
-    MAX_NUMBER,
     ConfigurationError,
-    CounterValueInvalid,
     DynamoStore,
-    NumberOutOfRange,
     OptimisticCounter,
 )
 
@@ -78,37 +75,6 @@ async def test_a_missing_counter_item_is_created_race_free(aioseq_store: DynamoS
     counters = [aioseq_store.optimistic_counter("new") for _ in range(10)]
     numbers = await asyncio.gather(*(c.next() for c in counters))
     assert_exactly(numbers, 1, 10)
-
-
-async def test_a_counter_item_without_the_value_attribute_starts_at_zero(
-    aioseq_store: DynamoStore,
-) -> None:
-    item = {**aioseq_store.counter_item_key("k"), "note": {"S": "made by hand"}}
-    await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
-    assert await aioseq_store.optimistic_counter("k").next() == 1
-
-
-@pytest.mark.parametrize("write", WRITE_FORMS)
-async def test_a_non_number_counter_value_is_an_error_and_is_left_alone(
-    aioseq_store: DynamoStore, write: str
-) -> None:
-    await put_counter_value(aioseq_store, "k", {"S": "seven"})
-    with pytest.raises(CounterValueInvalid):
-        await aioseq_store.optimistic_counter("k", write=write).next()
-    assert (await counter_item(aioseq_store, "k") or {})["value"] == {"S": "seven"}
-
-
-async def test_a_fractional_counter_value_is_an_error(aioseq_store: DynamoStore) -> None:
-    await put_counter_value(aioseq_store, "k", {"N": "2.5"})
-    with pytest.raises(CounterValueInvalid):
-        await aioseq_store.optimistic_counter("k").next()
-
-
-async def test_passing_38_digits_writes_nothing(aioseq_store: DynamoStore) -> None:
-    await put_counter_value(aioseq_store, "k", {"N": str(MAX_NUMBER)})
-    with pytest.raises(NumberOutOfRange):
-        await aioseq_store.optimistic_counter("k").next()
-    assert (await counter_item(aioseq_store, "k") or {})["value"] == {"N": str(MAX_NUMBER)}
 
 
 @pytest.mark.parametrize(

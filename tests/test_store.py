@@ -14,8 +14,6 @@ from aioseq import (
     DynamoStore,
     RetriesExhausted,
     RetryPolicy,
-    StoreClosed,
-    TableNotFound,
     TableSpec,
     ValidationFailed,
 )
@@ -43,43 +41,11 @@ async def test_create_table_is_idempotent(aioseq_endpoint: str) -> None:
         await store.delete_table()
 
 
-async def test_an_existing_table_with_another_key_schema_is_refused(
-    aioseq_store: DynamoStore,
-) -> None:
-    wrong = DynamoStore(aioseq_store.client, TableSpec(name=aioseq_store.table.name, sort_key=None))
-    with pytest.raises(ConfigurationError, match="key schema"):
-        await wrong.create_table()
-
-
-async def test_a_missing_table_is_table_not_found_and_not_retried(aioseq_endpoint: str) -> None:
-    async with DynamoStore.open(table="no-such-table", endpoint_url=aioseq_endpoint) as store:
-        for counter in (store.atomic_counter("k"), store.optimistic_counter("k")):
-            with pytest.raises(TableNotFound):
-                await counter.next()
-        with pytest.raises(TableNotFound):
-            await store.sort_key_counter("p").put()
-        with pytest.raises(TableNotFound):
-            await store.gapless_counter("k").put({"pk": "i", "sk": 1})
-        assert sum(store.requests.values()) == 4
-
-
 async def test_dynamodb_errors_are_translated_by_code(aioseq_store: DynamoStore) -> None:
     with pytest.raises(ValidationFailed) as caught:
         await aioseq_store.call("get_item", TableName=aioseq_store.table.name, Key={})
     assert caught.value.code == "ValidationException"
     assert caught.value.operation == "GetItem"
-
-
-async def test_a_closed_store_refuses_work(aioseq_endpoint: str) -> None:
-    store = await DynamoStore.open(endpoint_url=aioseq_endpoint)
-    counter = store.atomic_counter("k")
-    await store.aclose()
-    await store.aclose()  # idempotent
-    assert store.closed
-    with pytest.raises(StoreClosed):
-        await counter.next()
-    with pytest.raises(StoreClosed):
-        await store.create_table()
 
 
 async def test_a_borrowed_client_stays_open(

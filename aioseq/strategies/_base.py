@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._store import check_count, check_key, number, parse_counter
-from aioseq.errors import ConditionFailed, ConfigurationError, StoreClosed, TransactionCanceled
+from aioseq.config import MAX_NUMBER
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    NumberOutOfRange,
+    StoreClosed,
+    TransactionCanceled,
+)
 from aioseq.types import CounterStatistics
 
 if TYPE_CHECKING:
@@ -46,11 +53,6 @@ def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -
     return codes <= TRANSIENT_REASONS
 
 
-def approximate_size(item: Mapping[str, Any]) -> int:
-    """An upper-bound estimate of an item's size in bytes (names plus JSON of the values)."""
-    return sum(len(name) + len(json.dumps(value)) for name, value in item.items())
-
-
 def is_conflict(exc: BaseException) -> bool:
     """A lost race: a condition on the counter item (or the candidate key) was false."""
     if isinstance(exc, ConditionFailed):
@@ -63,7 +65,13 @@ class Strategy:
 
     Parameters:
         store: the :class:`~aioseq.DynamoStore` to send requests through.
-        key: the counter key (partition key value): a non-empty ``str`` of at most 1024 bytes.
+        key: the counter key (partition key value): a non-empty ``str`` of at most 2048 UTF-8
+            bytes; any characters (it is sent as a value, never inside an expression).
+        max_value: the highest number this object hands out (1 .. ``10**38 - 1``, the
+            default); pass :data:`~aioseq.config.MAX_SAFE_INTEGER` (2**53 - 1) for numbers
+            that JavaScript reads exactly. Past it, :class:`~aioseq.errors.NumberOutOfRange` is
+            raised and nothing is written: every write is conditional on the value it
+            replaces, so the counter never passes it.
         max_in_flight: for the strategies whose writes are conditional, how many calls on this
             object may race for the next number at once; the others wait their turn in FIFO
             order. Calls in one process racing each other only burn writes (one winner per
@@ -71,12 +79,20 @@ class Strategy:
             measure contention. ``None``: no limit.
 
     Raises:
-        ConfigurationError: a bad key or ``max_in_flight``.
+        ConfigurationError: a bad key, ``max_value`` or ``max_in_flight``.
     """
 
-    def __init__(self, store: DynamoStore, key: str, *, max_in_flight: int | None = 1) -> None:
+    def __init__(
+        self,
+        store: DynamoStore,
+        key: str,
+        *,
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+    ) -> None:
         self.store = store
         self.key = check_key(key)
+        self.max_value = check_count(max_value, "max_value")
         if max_in_flight is not None:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
@@ -91,7 +107,7 @@ class Strategy:
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
         retries = dict(self._retries)
-        conflicts = sum(n for reason, n in retries.items() if "ConditionalCheckFailed" in reason)
+        conflicts = sum(n for reason, n in retries.items() if _retry.is_conflict_reason(reason))
         return CounterStatistics(numbers=self._numbers, retries=retries, conflicts=conflicts)
 
     def __repr__(self) -> str:
@@ -162,15 +178,20 @@ class Strategy:
         at_once: Callable[[BaseException], bool] = lambda exc: False,
     ) -> T:
         """Run ``attempt`` under the store's retry policy, in this object's turn."""
-        policy = self.store.retry_policy
+        retrying = functools.partial(
+            _retry.retry,
+            attempt,
+            policy=self.store.retry_policy,
+            retry_if=retry_if,
+            retries=self._retries,
+            at_once=at_once,
+            observer=self.store.observer,
+            counter_key=self.key,
+        )
         if self._turns is None:
-            return await _retry.retry(
-                attempt, policy=policy, retry_if=retry_if, retries=self._retries, at_once=at_once
-            )
+            return await retrying()
         async with self._turns:
-            return await _retry.retry(
-                attempt, policy=policy, retry_if=retry_if, retries=self._retries, at_once=at_once
-            )
+            return await retrying()
 
     async def _read_counter_item(self) -> dict[str, Any] | None:
         """``GetItem`` of the counter item, strongly consistent (1 RCU); ``None`` if missing."""
@@ -185,7 +206,7 @@ class Strategy:
 
     async def _last_seen_value(self) -> tuple[int, bool]:
         """The counter's value as last seen, reading the counter item only when nothing has been
-        seen yet: ``(value, exists)``, ``exists`` False while the value attribute is missing.
+        seen yet: ``(value, exists)``, ``exists`` False while there is no counter item.
 
         A conditional write on this guess is always safe: if another writer moved the counter,
         the condition fails and its ``ALL_OLD`` item (see :meth:`_saw`) corrects the guess.
@@ -194,25 +215,41 @@ class Strategy:
             self._saw(await self._read_counter_item())
         attribute = self.store.table.value_attribute
         value = parse_counter(self._seen, self.key, attribute)
-        return value, self._seen is not None and attribute in self._seen
+        return value, bool(self._seen)
+
+    def _check_number(self, n: int) -> int:
+        """``n`` if it is at most :attr:`max_value` (and 38 digits).
+
+        Raises:
+            NumberOutOfRange: it is not.
+        """
+        if n > self.max_value:
+            raise NumberOutOfRange(n, f"{n} is above max_value {self.max_value}")
+        number(n)
+        return n
 
     def _counter_write(self, current: int, new: int, *, exists: bool) -> dict[str, Any]:
         """The condition and placeholders of a write that moves the counter item's value from
-        ``current`` to ``new`` (``:next``): ``#value = :current``, or, while the value does not
-        exist, ``attribute_not_exists(#value)``, so a new counter item is created race-free.
+        ``current`` to ``new`` (``:next``): ``#value = :current``, or, while there is no
+        counter item, ``attribute_not_exists(#pk)``, so a new counter item is created
+        race-free (and a counter item that exists without its value attribute is never
+        taken for a new counter). ``ExpressionAttributeNames`` always holds ``#value``: the
+        caller's update expression names it.
 
         Raises:
-            NumberOutOfRange: ``new`` passes 38 digits.
+            NumberOutOfRange: ``new`` passes :attr:`max_value` (or 38 digits).
         """
-        values: dict[str, Any] = {":next": number(new)}
+        values: dict[str, Any] = {":next": number(self._check_number(new))}
+        names = {"#value": self.store.table.value_attribute}
         if exists:
             condition = "#value = :current"
             values[":current"] = number(current)
         else:
-            condition = "attribute_not_exists(#value)"
+            condition = "attribute_not_exists(#pk)"
+            names["#pk"] = self.store.table.partition_key
         return {
             "ConditionExpression": condition,
-            "ExpressionAttributeNames": {"#value": self.store.table.value_attribute},
+            "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from aioseq._store import check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
@@ -27,14 +29,23 @@ class AtomicCounter(Strategy):
     sends::
 
         UpdateItem  UpdateExpression    ADD #value :n
-                    ConditionExpression attribute_not_exists(#value)
-                                        OR (attribute_type(#value, :N) AND #value <= :limit)
+                    ConditionExpression attribute_not_exists(#pk)
+                                        OR (attribute_type(#value, :N)
+                                            AND #value BETWEEN :zero AND :limit)
                     ReturnValues        UPDATED_NEW
 
-    and the new value ``v`` makes the numbers ``v - n + 1 .. v``. The condition only guards
-    against a counter item that holds a non-number or would pass 38 digits; it never fails
+    (``:limit`` is ``max_value - n``) and the new value ``v`` makes the numbers
+    ``v - n + 1 .. v``. The condition only guards against a counter item without a value, with
+    a non-number or a negative one, or one that would pass ``max_value``; it never fails
     between well-behaved writers. DynamoDB applies writes to one item one at a time, so the
     numbers are unique (AWS Database Blog, "Implement auto-increment with Amazon DynamoDB").
+
+    A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
+    compare and test types, they cannot test whether a number is whole): the ``ADD`` is
+    applied, aioseq sees the fraction it returns, puts the old value back with a conditional
+    ``SET #value = :before IF #value = :after`` (one more write, skipped if another writer got
+    there first) and raises :class:`~aioseq.errors.CounterValueInvalid`. No number is handed
+    out from a fraction.
 
     Guarantees:
         - unique: always, across processes and hosts (single-region tables; see the README on
@@ -48,10 +59,19 @@ class AtomicCounter(Strategy):
 
     Cost: one ``UpdateItem`` per call (1 WCU for a counter item under 1 KB), however many
     numbers it takes; no reads. One counter item takes ~1,000 writes/s at most.
+
+    Parameters:
+        store, key: see :class:`~aioseq.strategies._base.Strategy`.
+        max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
+            :data:`~aioseq.config.MAX_SAFE_INTEGER` for JavaScript readers). The ``ADD``'s
+            condition keeps the counter at or below it.
+
+    Raises:
+        ConfigurationError: a bad key or ``max_value``.
     """
 
-    def __init__(self, store: DynamoStore, key: str) -> None:
-        super().__init__(store, key, max_in_flight=None)  # ADD never loses a race
+    def __init__(self, store: DynamoStore, key: str, *, max_value: int = MAX_NUMBER) -> None:
+        super().__init__(store, key, max_value=max_value, max_in_flight=None)  # ADD never loses
 
     async def next(self) -> int:
         """The next number (a positive ``int``). See :meth:`next_many` for errors and cost."""
@@ -68,47 +88,94 @@ class AtomicCounter(Strategy):
 
         Raises:
             ConfigurationError: ``n`` is not a positive ``int`` (nothing is written).
-            CounterValueInvalid: the counter item's value is not a number (nothing is written).
-            NumberOutOfRange: the counter would pass ``10**38 - 1`` (nothing is written).
+            CounterValueInvalid: the counter item has no value, or a non-number or a negative
+                one (nothing is written), or a fraction (written, then put back: see above).
+            NumberOutOfRange: the counter would pass ``max_value`` (nothing is written).
             RetriesExhausted: throttling or transient errors outlasted the retry policy.
             StoreError, StoreClosed.
         """
         check_count(n, "n")
         self._check_open()
+        if n > self.max_value:
+            raise NumberOutOfRange(n, f"{n} numbers do not fit below max_value {self.max_value}")
         table = self.store.table
         params = {
             "TableName": table.name,
             "Key": self.store.counter_item_key(self.key),
             "UpdateExpression": "ADD #value :n",
             "ConditionExpression": (
-                "attribute_not_exists(#value)"
-                " OR (attribute_type(#value, :number_type) AND #value <= :limit)"
+                "attribute_not_exists(#pk)"
+                " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit)"
             ),
-            "ExpressionAttributeNames": {"#value": table.value_attribute},
+            "ExpressionAttributeNames": {
+                "#value": table.value_attribute,
+                "#pk": table.partition_key,
+            },
             "ExpressionAttributeValues": {
                 ":n": number(n),
                 ":number_type": {"S": "N"},
-                ":limit": number(MAX_NUMBER - n),
+                ":zero": number(0),
+                ":limit": number(self.max_value - n),
             },
             "ReturnValues": "UPDATED_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-        async def attempt() -> int:
+        async def attempt() -> dict[str, Any] | None:
             try:
                 response = await self.store.call("update_item", **params)
             except ConditionFailed as exc:
                 found = parse_counter(exc.item, self.key, table.value_attribute)
-                raise NumberOutOfRange(found + n) from exc
-            return parse_counter(response.get("Attributes"), self.key, table.value_attribute)
+                raise NumberOutOfRange(
+                    found + n, f"{found} + {n} would pass max_value {self.max_value}"
+                ) from exc
+            attributes: dict[str, Any] | None = response.get("Attributes")
+            return attributes
 
-        high = await self._retry(attempt)
-        if high > MAX_NUMBER:  # only servers that skip the condition's arithmetic get here
-            raise NumberOutOfRange(high)
+        attributes = await self._retry(attempt)
+        try:
+            high = parse_counter(attributes, self.key, table.value_attribute)
+        except CounterValueInvalid as exc:
+            before = await self._put_back(exc.found, n)
+            raise CounterValueInvalid(self.key, table.value_attribute, before) from exc
+        if high > self.max_value:  # only servers that skip the condition's arithmetic get here
+            raise NumberOutOfRange(high, f"{high} is above max_value {self.max_value}")
         if high < n:
             raise CounterValueInvalid(self.key, table.value_attribute, {"N": str(high)})
         self._numbers += n
         return range(high - n + 1, high + 1)
+
+    async def _put_back(self, after: Mapping[str, Any] | None, n: int) -> Mapping[str, Any] | None:
+        """Undo an ``ADD n`` that turned out to have added to a fraction (``after`` is the value
+        it returned): ``SET #value = :before IF #value = :after``, skipped if another writer
+        moved the counter since. Returns the value before the ``ADD``."""
+        if not after or "N" not in after:
+            return after
+        before = {"N": str(Decimal(after["N"]) - n)}
+        await self._set_value_if(before, expected=dict(after))
+        return before
+
+    async def _set_value_if(self, value: dict[str, str], *, expected: dict[str, str]) -> bool:
+        """``UpdateItem SET #value = :value IF #value = :expected`` on the counter item (1 WCU),
+        retried on transient errors. True if it was applied, False if the counter had moved."""
+        table = self.store.table
+
+        async def attempt() -> bool:
+            try:
+                await self.store.call(
+                    "update_item",
+                    TableName=table.name,
+                    Key=self.store.counter_item_key(self.key),
+                    UpdateExpression="SET #value = :value",
+                    ConditionExpression="#value = :expected",
+                    ExpressionAttributeNames={"#value": table.value_attribute},
+                    ExpressionAttributeValues={":value": value, ":expected": expected},
+                )
+            except ConditionFailed:
+                return False
+            return True
+
+        return await self._retry(attempt)
 
     async def give_back(self, numbers: range) -> bool:
         """Return unused numbers to the counter if nobody took any after them: the counter
@@ -129,27 +196,7 @@ class AtomicCounter(Strategy):
         if not isinstance(numbers, range) or numbers.step != 1 or not numbers or numbers.start < 1:
             raise ConfigurationError(f"give_back takes a non-empty range of step 1: {numbers!r}")
         self._check_open()
-        table = self.store.table
-
-        async def attempt() -> bool:
-            try:
-                await self.store.call(
-                    "update_item",
-                    TableName=table.name,
-                    Key=self.store.counter_item_key(self.key),
-                    UpdateExpression="SET #value = :before",
-                    ConditionExpression="#value = :top",
-                    ExpressionAttributeNames={"#value": table.value_attribute},
-                    ExpressionAttributeValues={
-                        ":before": number(numbers.start - 1),
-                        ":top": number(numbers[-1]),
-                    },
-                )
-            except ConditionFailed:
-                return False
-            return True
-
-        returned = await self._retry(attempt)
+        returned = await self._set_value_if(number(numbers.start - 1), expected=number(numbers[-1]))
         if returned:
             self._numbers -= len(numbers)
         return returned

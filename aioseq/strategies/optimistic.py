@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
 from aioseq._store import check_count
+from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConditionFailed, ConfigurationError
 from aioseq.strategies._base import Strategy, is_conflict
 
@@ -29,7 +30,7 @@ class OptimisticCounter(Strategy):
         write="update":  UpdateItem SET #value = :next   IF #value = :current
         write="put":     PutItem    {pk, sk, value: next} IF #value = :current
 
-    (``IF attribute_not_exists(#value)`` while the counter item does not exist yet, so its
+    (``IF attribute_not_exists(#pk)`` while the counter item does not exist yet, so its
     creation is race-free too). A lost race fails the condition; the request asks for
     ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so the failure carries the winner's value
     and the next attempt needs no second read; after a success the object remembers the value
@@ -44,6 +45,9 @@ class OptimisticCounter(Strategy):
         - unique: always (a number is handed out only when its conditional write succeeded).
         - gapless: yes among numbers handed out; a caller that crashes, or is cancelled, after
           its write and before using the number leaves a hole in whatever it meant to store.
+          A write that was applied but whose answer was lost (timeout, reset, 5xx) skips its
+          numbers: the retry sees the counter moved, and cannot tell its own write from a
+          rival's.
         - ordered: like the atomic counter, across processes.
         - crash: costs at most the numbers of calls in flight; a crash before the write costs
           nothing.
@@ -56,6 +60,8 @@ class OptimisticCounter(Strategy):
     Parameters:
         store, key, max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
         write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
+        max_value: the highest number handed out (see
+            :class:`~aioseq.strategies._base.Strategy`).
         group: coalesce concurrent calls: the k numbers the waiting callers want come from one
             read-free conditional write of ``current + k``, handed out in arrival order. The
             guarantees stay the same; one round trip serves every caller waiting.
@@ -71,11 +77,12 @@ class OptimisticCounter(Strategy):
         key: str,
         *,
         write: WriteForm = "update",
+        max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: bool = False,
         batch_window_secs: float = 0.0,
     ) -> None:
-        super().__init__(store, key, max_in_flight=max_in_flight)
+        super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         self._group: Coalescer[int, range] | None = self._grouper(
             self._commit, group, None, None, batch_window_secs
         )
@@ -97,7 +104,8 @@ class OptimisticCounter(Strategy):
             ConfigurationError: ``n`` is not a positive ``int`` (nothing is written).
             CounterValueInvalid: the counter item's value is not a whole number (nothing is
                 written).
-            NumberOutOfRange: ``c + n`` would pass 38 digits (nothing is written).
+            NumberOutOfRange: ``c + n`` would pass ``max_value`` or 38 digits (nothing is
+                written).
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
             StoreError, StoreClosed.
         """
@@ -150,6 +158,8 @@ class OptimisticCounter(Strategy):
             )
         else:
             item = {**key, table.value_attribute: values.pop(":next")}
+            if not exists:  # the condition names only #pk, and a put has no update expression
+                del common["ExpressionAttributeNames"]["#value"]
             await self.store.call(
                 "put_item",
                 Item=item,

@@ -9,19 +9,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
-from aioseq._store import Item, check_count, number, serialize
-from aioseq.config import MAX_DIGITS
+from aioseq._store import Item, check_count, check_item_size, item_size, number, serialize
+from aioseq.config import MAX_DIGITS, MAX_NUMBER
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     CounterValueInvalid,
-    NumberOutOfRange,
     TransactionCanceled,
 )
+from aioseq.formatting import zero_pad
 from aioseq.strategies._base import (
     MAX_TRANSACTION_BYTES,
     Strategy,
-    approximate_size,
     is_conflict,
     is_retryable_cancellation,
 )
@@ -75,6 +74,7 @@ class SortKeyCounter(Strategy):
         on_conflict: ``"requery"`` or ``"increment"``.
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
+        max_value: the highest number used (see :class:`~aioseq.strategies._base.Strategy`).
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
         group: coalesce concurrent puts: the waiting items (up to ``max_group_size`` <= 100
             and ~4 MB) are numbered after one query and written by one ``TransactWriteItems``
@@ -96,12 +96,13 @@ class SortKeyCounter(Strategy):
         on_conflict: OnConflict = "requery",
         consistent_read: bool = True,
         zero_pad: int | None = None,
+        max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: bool = False,
         max_group_size: int = MAX_GROUP_SIZE,
         batch_window_secs: float = 0.0,
     ) -> None:
-        super().__init__(store, partition, max_in_flight=max_in_flight)
+        super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
         self._group: Coalescer[Item, int] | None = self._grouper(
             self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
         )
@@ -129,14 +130,13 @@ class SortKeyCounter(Strategy):
         """The sort key AttributeValue of number ``n``.
 
         Raises:
-            NumberOutOfRange: ``n`` has more digits than ``zero_pad`` (or than 38).
+            NumberOutOfRange: ``n`` is above ``max_value`` or has more digits than ``zero_pad``
+                (or than 38).
         """
+        self._check_number(n)
         if self.zero_pad is None:
             return number(n)
-        text = str(n).zfill(self.zero_pad)
-        if len(text) > self.zero_pad:
-            raise NumberOutOfRange(n, f"{n} does not fit {self.zero_pad} zero-padded digits")
-        return {"S": text}
+        return {"S": zero_pad(n, self.zero_pad)}
 
     async def current(self) -> int:
         """The highest number used in the collection (0 if none): one ``Query``.
@@ -186,8 +186,10 @@ class SortKeyCounter(Strategy):
             ``n``, the item's sort key (a positive ``int``).
 
         Raises:
-            ConfigurationError: bad attributes (nothing is written).
-            NumberOutOfRange: the next number does not fit (nothing is written).
+            ConfigurationError: bad attributes: a value with no DynamoDB type, a key
+                attribute, or an item over 400 KB (nothing is written).
+            NumberOutOfRange: the next number is above ``max_value`` or does not fit
+                (nothing is written).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
             StoreError, StoreClosed.
@@ -197,6 +199,9 @@ class SortKeyCounter(Strategy):
         clash = {table.partition_key, self.sort_key} & set(extra)
         if clash:
             raise ConfigurationError(f"attributes must not set the key attributes {sorted(clash)}")
+        check_item_size(
+            {table.partition_key: {"S": self.key}, self.sort_key: number(MAX_NUMBER), **extra}
+        )
         self._check_open()
         return await self._through(self._group, self._commit, extra)
 
@@ -207,14 +212,17 @@ class SortKeyCounter(Strategy):
         limits stay waiting."""
         table = self.store.table
         highest: int | None = None  # the collection's highest number, as last seen
+        # The last transaction sent and its ClientRequestToken: resent as is after an error
+        # that may hide its success, so that DynamoDB does not apply it twice.
+        sent: tuple[list[dict[str, Any]], str] | None = None
 
         async def attempt() -> None:
-            nonlocal highest
+            nonlocal highest, sent
             group: list[Waiter[Item, int]] = []
             size = 0
             for put in puts:
                 if put.waiting and len(group) < MAX_GROUP_SIZE:
-                    size += approximate_size(put.request)
+                    size += item_size(put.request)
                     if group and size > MAX_TRANSACTION_BYTES:
                         break
                     group.append(put)
@@ -241,15 +249,17 @@ class SortKeyCounter(Strategy):
                         "put_item", TableName=table.name, Item=items[0], **condition
                     )
                 else:
+                    actions = [
+                        {"Put": {"TableName": table.name, "Item": item, **condition}}
+                        for item in items
+                    ]
+                    if sent is None or sent[0] != actions:
+                        sent = (actions, str(uuid.uuid4()))
                     await self.store.call(
-                        "transact_write_items",
-                        ClientRequestToken=str(uuid.uuid4()),
-                        TransactItems=[
-                            {"Put": {"TableName": table.name, "Item": item, **condition}}
-                            for item in items
-                        ],
+                        "transact_write_items", ClientRequestToken=sent[1], TransactItems=actions
                     )
             except (ConditionFailed, TransactionCanceled) as exc:
+                sent = None  # nothing was written
                 if is_conflict(exc):
                     single = len(items) == 1 and self.on_conflict == "increment"
                     highest = highest + 1 if single else None

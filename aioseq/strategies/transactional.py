@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
-from aioseq._store import check_key, deserialize, serialize
+from aioseq._store import check_item_size, check_key, deserialize, item_size, serialize
+from aioseq.config import (
+    MAX_NUMBER,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
+    check_attribute_name,
+    check_table_name,
+)
 from aioseq.errors import (
     ConfigurationError,
     ItemAlreadyExists,
@@ -19,7 +26,6 @@ from aioseq.errors import (
 from aioseq.strategies._base import (
     MAX_TRANSACTION_BYTES,
     Strategy,
-    approximate_size,
     is_retryable_cancellation,
 )
 
@@ -93,6 +99,8 @@ class GaplessCounter(Strategy):
             table's), used in the item's ``attribute_not_exists`` condition.
         number_attribute: the attribute that receives the number when ``put`` is given a
             mapping (default ``"number"``).
+        max_value: the highest number handed out (see
+            :class:`~aioseq.strategies._base.Strategy`).
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
         group: commit concurrent puts together (see above).
         max_group_size: the most items per group transaction (1..99).
@@ -110,20 +118,21 @@ class GaplessCounter(Strategy):
         item_table: str | None = None,
         item_partition_key: str | None = None,
         number_attribute: str = "number",
+        max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: bool = False,
         max_group_size: int = MAX_GROUP_SIZE,
         batch_window_secs: float = 0.0,
     ) -> None:
-        super().__init__(store, key, max_in_flight=max_in_flight)
+        super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         self._group: Coalescer[ItemSpec, int] | None = self._grouper(
             self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
         )
-        self.item_table = check_key(item_table or store.table.name, "item_table")
-        self.item_partition_key = check_key(
+        self.item_table = check_table_name(item_table or store.table.name, "item_table")
+        self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
         )
-        self.number_attribute = check_key(number_attribute, "number_attribute")
+        self.number_attribute = check_attribute_name(number_attribute, "number_attribute")
 
     def _make_item(self, item: ItemSpec, n: int) -> dict[str, Any]:
         made = dict(item(n)) if callable(item) else {**item, self.number_attribute: n}
@@ -132,11 +141,24 @@ class GaplessCounter(Strategy):
             raise ConfigurationError(
                 f"the item has no partition key attribute {self.item_partition_key!r}"
             )
+        self._check_key_values(serialized)
+        check_item_size(serialized)
         if self.item_table == self.store.table.name:
             counter_key = self.store.counter_item_key(self.key)
             if all(serialized.get(name) == value for name, value in counter_key.items()):
                 raise ConfigurationError("the item's key is the counter item's key")
         return serialized
+
+    def _check_key_values(self, item: Mapping[str, Any]) -> None:
+        """String key values within DynamoDB's limits: a partition key of 1 to 2048 UTF-8
+        bytes, a sort key (the store table's sort key name) of 1 to 1024."""
+        limits = {self.item_partition_key: MAX_PARTITION_KEY_BYTES}
+        if self.store.table.sort_key is not None:
+            limits[self.store.table.sort_key] = MAX_SORT_KEY_BYTES
+        for name, maximum in limits.items():
+            value = item.get(name)
+            if value is not None and "S" in value:
+                check_key(value["S"], f"the item's key attribute {name!r}", maximum=maximum)
 
     def _key_of(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """The item's key attributes as plain values, for error messages (never the others)."""
@@ -158,11 +180,13 @@ class GaplessCounter(Strategy):
             the item's number (a positive ``int``).
 
         Raises:
-            ConfigurationError: the item is invalid (nothing is written).
+            ConfigurationError: the item is invalid: a value with no DynamoDB type, no
+                partition key, the counter item's key, or over 400 KB (nothing is written).
             ItemAlreadyExists: an item with that primary key exists (nothing is written, the
                 counter is unchanged).
             CounterValueInvalid: the counter item's value is not a whole number.
-            NumberOutOfRange: the next number would pass 38 digits.
+            NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
+                written).
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
             StoreError, StoreClosed.
         """
@@ -254,17 +278,18 @@ class GaplessCounter(Strategy):
         for put in puts:
             if not put.waiting:
                 continue
+            number = self._check_number(current + len(group) + 1)  # no put gets past it
             try:
-                item = self._make_item(put.request, current + len(group) + 1)
+                item = self._make_item(put.request, number)
             except Exception as exc:  # the caller's item function failed: only that caller
                 put.future.set_exception(exc)
                 continue
             key = json.dumps(self._key_of(item), sort_keys=True, default=str)
-            item_size = approximate_size(item)
-            if key in keys or (group and size + item_size > MAX_TRANSACTION_BYTES):
+            size_of_item = item_size(item)
+            if key in keys or (group and size + size_of_item > MAX_TRANSACTION_BYTES):
                 break  # the rest waits for the next transaction
             keys.add(key)
-            size += item_size
+            size += size_of_item
             group.append(put)
             items.append(item)
         return group, items

@@ -1,0 +1,321 @@
+"""Observability: an optional hook that reports what aioseq does, for metrics.
+
+Pass an :class:`Observer` to ``DynamoStore.open(observer=...)`` (or ``DynamoStore(client,
+observer=...)``) and every counter and allocator made from that store reports to it:
+
+- :meth:`Observer.on_request`: each DynamoDB request (operation, latency, the capacity units
+  DynamoDB says it consumed, the error code if it failed). With an observer set, aioseq asks
+  for ``ReturnConsumedCapacity=TOTAL`` on every item request.
+- :meth:`Observer.on_retry`: each retry, by reason (DynamoDB's error code; lost races are
+  ``conflict``), with the attempt number and the backoff about to be slept.
+- :meth:`Observer.on_refill`: each block a :class:`~aioseq.BlockAllocator` reserves (or fails
+  to), with its latency and how many callers waited for it.
+- :meth:`Observer.on_waste`: numbers a block allocator reserved and will never hand out.
+
+The hooks are called at the single places where these things happen (``DynamoStore.call``,
+the retry loop, the allocator's refill), synchronously, on the event loop: keep them fast and
+non-blocking (increment a counter, record a histogram). An exception raised by a hook is logged
+and never reaches the caller. Without an observer nothing is measured: a ``next()`` served
+from an allocator's block never touches this module either way.
+
+Two observers ship here: :class:`StatisticsObserver` sums everything in memory (read it with
+:meth:`StatisticsObserver.statistics`, export it however you like), and
+:class:`OpenTelemetryObserver` records OpenTelemetry metrics (``pip install
+'aioseq[otel]'``). Logging goes to the standard ``logging`` logger ``"aioseq"``: retries at
+DEBUG, retry policies running out and allocator give-backs at INFO. Nothing logged or
+reported contains credentials or item contents: operations, error codes, counter keys and
+counts only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Meter
+
+__all__ = [
+    "ObservedStatistics",
+    "Observer",
+    "OpenTelemetryObserver",
+    "RefillEvent",
+    "RequestEvent",
+    "RetryEvent",
+    "StatisticsObserver",
+    "WasteEvent",
+    "WasteReason",
+]
+
+log = logging.getLogger("aioseq")
+
+E = TypeVar("E")
+
+#: Why reserved numbers were wasted: ``"skipped"`` to keep a ``next_many`` range contiguous,
+#: ``"abandoned"`` unused at close and not given back, ``"out_of_range"`` past 38 digits.
+WasteReason = Literal["skipped", "abandoned", "out_of_range"]
+
+
+@dataclass(frozen=True)
+class RequestEvent:
+    """One DynamoDB request, answered or failed.
+
+    Attributes:
+        operation: the API operation, e.g. ``"UpdateItem"``, ``"TransactWriteItems"``.
+        table: the store's table name.
+        latency_secs: from sending the request to its answer (or error), in seconds.
+        consumed_capacity_units: the capacity units DynamoDB reported (``CapacityUnits``
+            summed over the tables of a transaction); ``None`` when the answer has none
+            (errors, table operations, servers that do not report it).
+        error: the error code when the request failed (``"ConditionalCheckFailedException"``,
+            ``"ThrottlingException"``, a botocore connection error's name...), else ``None``.
+    """
+
+    operation: str
+    table: str
+    latency_secs: float
+    consumed_capacity_units: float | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """An attempt failed and is about to be retried.
+
+    Attributes:
+        counter_key: the counter (or item collection) key of the strategy that retries.
+        reason: DynamoDB's error code, with a transaction's cancellation reasons appended
+            (``"TransactionCanceledException:ConditionalCheckFailed,None"``): the key of
+            ``CounterStatistics.retries``.
+        conflict: the attempt lost a race (a failed condition on the counter item or key).
+        attempt: the number of the attempt that failed (1 for the first).
+        wait_secs: the backoff slept before the next attempt, in seconds.
+    """
+
+    counter_key: str
+    reason: str
+    conflict: bool
+    attempt: int
+    wait_secs: float
+
+
+@dataclass(frozen=True)
+class RefillEvent:
+    """A block allocator's refill (one ``UpdateItem ADD``, with its retries) ended.
+
+    Attributes:
+        counter_key: the allocator's counter key.
+        numbers: how many numbers it reserved (0 when it failed).
+        block_size: the block size in force.
+        latency_secs: the refill's duration, retries included, in seconds.
+        waiters: callers that were waiting for it (0 for a prefetch in the background).
+        error: the error's class name when it failed (``"RetriesExhausted"`` ...), else
+            ``None``.
+    """
+
+    counter_key: str
+    numbers: int
+    block_size: int
+    latency_secs: float
+    waiters: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class WasteEvent:
+    """Numbers a block allocator reserved and will never hand out (a gap).
+
+    Attributes:
+        counter_key: the allocator's counter key.
+        numbers: how many.
+        reason: see :data:`WasteReason`.
+    """
+
+    counter_key: str
+    numbers: int
+    reason: WasteReason
+
+
+class Observer(Protocol):
+    """What aioseq reports to. Subclass it and override the hooks you need; the others do
+    nothing. Hooks run synchronously on the event loop: keep them fast and non-blocking."""
+
+    def on_request(self, event: RequestEvent) -> None:
+        """A DynamoDB request was answered or failed."""
+        return None
+
+    def on_retry(self, event: RetryEvent) -> None:
+        """An attempt failed and will be retried after ``event.wait_secs``."""
+        return None
+
+    def on_refill(self, event: RefillEvent) -> None:
+        """A block allocator's refill ended."""
+        return None
+
+    def on_waste(self, event: WasteEvent) -> None:
+        """A block allocator wasted numbers."""
+        return None
+
+
+def notify(hook: Callable[[E], None], event: E) -> None:
+    """Call an observer's hook; an exception it raises is logged, never propagated (a broken
+    metrics exporter must not lose a number that was already taken)."""
+    try:
+        hook(event)
+    except Exception:
+        log.exception(
+            "aioseq observer hook %s failed on %r", getattr(hook, "__name__", hook), event
+        )
+
+
+@dataclass(frozen=True)
+class ObservedStatistics:
+    """A snapshot of what a :class:`StatisticsObserver` saw.
+
+    Attributes:
+        requests: requests by operation (``{"UpdateItem": 12, ...}``).
+        errors: failed requests by error code.
+        request_secs: total latency by operation, in seconds.
+        consumed_capacity_units: capacity units DynamoDB reported, by operation.
+        retries: retries by reason.
+        conflicts: retries that were lost races.
+        refills: block allocator refills that reserved numbers.
+        failed_refills: refills that failed.
+        refill_secs: total refill latency, in seconds; ``max_refill_secs`` the longest.
+        wasted: wasted numbers by :data:`WasteReason`.
+    """
+
+    requests: Mapping[str, int] = field(default_factory=dict)
+    errors: Mapping[str, int] = field(default_factory=dict)
+    request_secs: Mapping[str, float] = field(default_factory=dict)
+    consumed_capacity_units: Mapping[str, float] = field(default_factory=dict)
+    retries: Mapping[str, int] = field(default_factory=dict)
+    conflicts: int = 0
+    refills: int = 0
+    failed_refills: int = 0
+    refill_secs: float = 0.0
+    max_refill_secs: float = 0.0
+    wasted: Mapping[str, int] = field(default_factory=dict)
+
+
+class StatisticsObserver(Observer):
+    """Sums every event in memory. Share one between stores if you like; read it with
+    :meth:`statistics` (e.g. from a ``/metrics`` endpoint or a periodic log line)."""
+
+    def __init__(self) -> None:
+        self._requests: Counter[str] = Counter()
+        self._errors: Counter[str] = Counter()
+        self._request_secs: defaultdict[str, float] = defaultdict(float)
+        self._capacity: defaultdict[str, float] = defaultdict(float)
+        self._retries: Counter[str] = Counter()
+        self._conflicts = 0
+        self._refills = self._failed_refills = 0
+        self._refill_secs = self._max_refill_secs = 0.0
+        self._wasted: Counter[str] = Counter()
+
+    def on_request(self, event: RequestEvent) -> None:
+        self._requests[event.operation] += 1
+        self._request_secs[event.operation] += event.latency_secs
+        if event.error is not None:
+            self._errors[event.error] += 1
+        if event.consumed_capacity_units is not None:
+            self._capacity[event.operation] += event.consumed_capacity_units
+
+    def on_retry(self, event: RetryEvent) -> None:
+        self._retries[event.reason] += 1
+        self._conflicts += event.conflict
+
+    def on_refill(self, event: RefillEvent) -> None:
+        if event.error is None:
+            self._refills += 1
+        else:
+            self._failed_refills += 1
+        self._refill_secs += event.latency_secs
+        self._max_refill_secs = max(self._max_refill_secs, event.latency_secs)
+
+    def on_waste(self, event: WasteEvent) -> None:
+        self._wasted[event.reason] += event.numbers
+
+    def statistics(self) -> ObservedStatistics:
+        """A frozen snapshot of the sums so far."""
+        return ObservedStatistics(
+            requests=dict(self._requests),
+            errors=dict(self._errors),
+            request_secs=dict(self._request_secs),
+            consumed_capacity_units=dict(self._capacity),
+            retries=dict(self._retries),
+            conflicts=self._conflicts,
+            refills=self._refills,
+            failed_refills=self._failed_refills,
+            refill_secs=self._refill_secs,
+            max_refill_secs=self._max_refill_secs,
+            wasted=dict(self._wasted),
+        )
+
+
+class OpenTelemetryObserver(Observer):
+    """Records OpenTelemetry metrics (needs ``opentelemetry-api``: ``pip install
+    'aioseq[otel]'``; export them with the SDK's readers and exporters as usual).
+
+    Instruments (attributes in brackets; counter keys are left out to keep cardinality low):
+
+    - ``aioseq.request.duration`` histogram, s [``operation``, ``table``, ``error``]
+    - ``aioseq.consumed_capacity`` counter, capacity units [``operation``, ``table``]
+    - ``aioseq.retries`` counter [``reason``, ``conflict``]
+    - ``aioseq.refill.duration`` histogram, s [``error``]
+    - ``aioseq.numbers.wasted`` counter [``reason``]
+
+    Parameters:
+        meter: the meter to create the instruments on (default:
+            ``opentelemetry.metrics.get_meter("aioseq")``, the global meter provider's).
+
+    Raises:
+        ModuleNotFoundError: ``opentelemetry-api`` is not installed.
+    """
+
+    def __init__(self, meter: Meter | None = None) -> None:
+        if meter is None:
+            from opentelemetry import metrics
+
+            from aioseq import __version__
+
+            meter = metrics.get_meter("aioseq", __version__)
+        self._request_duration = meter.create_histogram(
+            "aioseq.request.duration", unit="s", description="DynamoDB request latency"
+        )
+        self._capacity = meter.create_counter(
+            "aioseq.consumed_capacity",
+            unit="{capacity_unit}",
+            description="capacity units DynamoDB reported (ReturnConsumedCapacity=TOTAL)",
+        )
+        self._retries = meter.create_counter(
+            "aioseq.retries", unit="{retry}", description="retries, by reason"
+        )
+        self._refill_duration = meter.create_histogram(
+            "aioseq.refill.duration", unit="s", description="block allocator refill latency"
+        )
+        self._wasted = meter.create_counter(
+            "aioseq.numbers.wasted",
+            unit="{number}",
+            description="numbers a block allocator reserved and will never hand out",
+        )
+
+    def on_request(self, event: RequestEvent) -> None:
+        attributes: dict[str, Any] = {"operation": event.operation, "table": event.table}
+        self._request_duration.record(
+            event.latency_secs, {**attributes, "error": event.error or ""}
+        )
+        if event.consumed_capacity_units is not None:
+            self._capacity.add(event.consumed_capacity_units, attributes)
+
+    def on_retry(self, event: RetryEvent) -> None:
+        self._retries.add(1, {"reason": event.reason, "conflict": event.conflict})
+
+    def on_refill(self, event: RefillEvent) -> None:
+        self._refill_duration.record(event.latency_secs, {"error": event.error or ""})
+
+    def on_waste(self, event: WasteEvent) -> None:
+        self._wasted.add(event.numbers, {"reason": event.reason})
