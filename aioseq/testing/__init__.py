@@ -4,6 +4,10 @@
   with every request serialized (the ``server`` extra).
 - :class:`DynamoDBLocal`: Amazon DynamoDB Local, started only inside a loopback-only network
   namespace.
+- :class:`FaultProxy` / :class:`FaultSchedule`: a fault-injecting proxy between a client and
+  a server (throttling, 500s, transaction conflicts, resets, timeouts, lost answers).
+- :class:`History`: records the numbers handed out and checks each strategy's guarantees;
+  ``python -m aioseq.testing.soak`` runs every strategy under faults and checks them.
 - pytest fixtures (``aioseq_endpoint``, ``aioseq_store``...), registered automatically as the
   ``aioseq`` pytest plugin: see :mod:`aioseq.testing.pytest_plugin`.
 
@@ -20,14 +24,28 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
+    from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
+    from aioseq.testing.fault_proxy import FaultSchedule as FaultSchedule
+    from aioseq.testing.history import History as History
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
 
-__all__ = ["DynamoDBLocal", "DynamoDBLocalUnavailable", "MotoServerProcess", "SerializedMotoServer"]
+__all__ = [
+    "DynamoDBLocal",
+    "DynamoDBLocalUnavailable",
+    "FaultProxy",
+    "FaultSchedule",
+    "History",
+    "MotoServerProcess",
+    "SerializedMotoServer",
+]
 
 _MODULES = {
     "DynamoDBLocal": "aioseq.testing.dynamodb_local",
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
+    "FaultProxy": "aioseq.testing.fault_proxy",
+    "FaultSchedule": "aioseq.testing.fault_proxy",
+    "History": "aioseq.testing.history",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
 }

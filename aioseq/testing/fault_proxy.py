@@ -1,0 +1,506 @@
+"""A fault-injecting HTTP proxy between a DynamoDB client and a server, on 127.0.0.1.
+
+Local servers never fail the way DynamoDB does: moto and DynamoDB Local throttle nothing,
+raise no ``TransactionConflictException``, never answer 500 and never lose an answer. Put a
+:class:`FaultProxy` between the client and the server and give the client its
+``endpoint_url``; a seeded :class:`FaultSchedule` decides, request by request, whether to pass
+the request through or to inject one of :data:`KINDS`:
+
+=======================  ==========================================================  =========
+kind                     what the client sees                                         applied?
+=======================  ==========================================================  =========
+``throughput-exceeded``  HTTP 400 ``ProvisionedThroughputExceededException``         no
+``throttling``           HTTP 400 ``ThrottlingException``                            no
+``internal-error``       HTTP 500 ``InternalServerError``                            no
+``http-500``             HTTP 500 with a body that is not JSON (a load balancer's)   no
+``transaction-conflict`` ``TransactWriteItems``: HTTP 400                            no
+                         ``TransactionCanceledException`` with ``CancellationReasons``
+                         holding one ``TransactionConflict``; other operations:
+                         HTTP 400 ``TransactionConflictException``
+``reset``                the connection is reset before the request reaches the       no
+                         server
+``delay``                the request is held ``delay_secs`` (set it past the          yes, late
+                         client's read timeout), then sent to the server; the answer
+                         is dropped with a reset
+``response-lost``        the request is applied by the server, then the connection   yes
+                         is reset instead of answering: the ambiguous case
+=======================  ==========================================================  =========
+
+Error bodies are DynamoDB's (``__type`` + ``message``, ``application/x-amz-json-1.0``), so
+botocore parses them as it parses the real ones. Resets are TCP resets (``SO_LINGER`` 0), so
+the client sees a lost connection, not an empty answer.
+
+Each exchange can be reported to an ``on_exchange`` callback (in the proxy's thread) with
+the request, the server's answer and whether the client got it: :mod:`aioseq.testing.history`
+uses that to account for every number the server handed out whose answer was lost.
+
+From a test::
+
+    with FaultProxy(server.endpoint_url, FaultSchedule.uniform(0.05, seed=1)) as proxy:
+        async with DynamoStore.open(endpoint_url=proxy.endpoint_url) as store: ...
+        print(proxy.injected)          # Counter({'reset': 3, 'throttling': 2, ...})
+
+From a shell (the first line on stdout is the endpoint; on SIGTERM or SIGINT the counts of
+injected faults are printed as one JSON line)::
+
+    python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --seed 1 --rate 0.05
+
+Built on aiohttp (a dependency of aiobotocore): its server answers and resets, its client
+forwards over pooled connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import re
+import signal
+import socket
+import struct
+import sys
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+
+from aioseq.errors import ConfigurationError
+from aioseq.testing._server import Server
+
+__all__ = ["KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
+
+#: Every kind of fault the proxy injects, in the order of the module's table.
+KINDS: tuple[str, ...] = (
+    "throughput-exceeded",
+    "throttling",
+    "internal-error",
+    "http-500",
+    "transaction-conflict",
+    "reset",
+    "delay",
+    "response-lost",
+)
+
+#: The kinds after which the server has applied the request without the client knowing.
+APPLIED_KINDS = frozenset({"delay", "response-lost"})
+
+_JSON = "application/x-amz-json-1.0"
+_APP_ID = re.compile(r"\bapp/(\S+)")
+_SERVICE = "com.amazonaws.dynamodb.v20120810#"
+#: Headers that aiohttp sets itself on the forwarded request or the relayed answer.
+_HOP_BY_HOP = frozenset(
+    {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade", "date"}
+)
+
+
+@dataclass(frozen=True)
+class FaultSchedule:
+    """Which requests get which fault: a seeded draw per request, in the order requests arrive.
+
+    Each request (of an operation in ``operations``, or of any when ``None``) gets kind ``k``
+    with probability ``rates[k]``, and passes through otherwise; the draws come from
+    ``random.Random(seed)``, so one seed gives one sequence of decisions (which request gets
+    which is up to the order in which concurrent requests arrive).
+
+    Attributes:
+        rates: probability per kind (see :data:`KINDS`), each in [0, 1], summing to <= 1.
+        seed: the random generator's seed.
+        operations: DynamoDB operation names (``"TransactWriteItems"``, from the request's
+            ``X-Amz-Target`` header) that may get faults; ``None``: every operation.
+        delay_secs: how long a ``delay`` fault holds the request, in seconds; set it past the
+            client's read timeout (``DynamoStore.open(read_timeout_secs=...)``).
+
+    Raises:
+        ConfigurationError: an unknown kind, or rates out of range.
+    """
+
+    rates: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    operations: frozenset[str] | None = None
+    delay_secs: float = 3.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.rates) - set(KINDS)
+        if unknown:
+            raise ConfigurationError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
+        if any(not 0 <= r <= 1 for r in self.rates.values()) or sum(self.rates.values()) > 1:
+            raise ConfigurationError(f"fault rates must be in [0, 1] and sum to <= 1: {self.rates}")
+        if not self.delay_secs > 0:
+            raise ConfigurationError(f"delay_secs must be positive: {self.delay_secs!r}")
+
+    @classmethod
+    def uniform(
+        cls,
+        rate: float,
+        *,
+        seed: int = 0,
+        kinds: Collection[str] = KINDS,
+        operations: Collection[str] | None = None,
+        delay_secs: float = 3.0,
+    ) -> FaultSchedule:
+        """``rate`` of the requests get a fault, shared equally between ``kinds``."""
+        kinds = list(kinds)
+        share = rate / len(kinds) if kinds else 0.0
+        return cls(
+            rates={k: share for k in kinds},
+            seed=seed,
+            operations=frozenset(operations) if operations is not None else None,
+            delay_secs=delay_secs,
+        )
+
+    @property
+    def rate(self) -> float:
+        """The probability that a request it covers gets a fault."""
+        return sum(self.rates.values())
+
+    def picker(self) -> Callable[[str], str | None]:
+        """A fresh draw sequence: ``pick(operation)`` returns a kind or ``None``."""
+        rng = random.Random(self.seed)
+        table = [(kind, self.rates[kind]) for kind in KINDS if self.rates.get(kind)]
+
+        def pick(operation: str) -> str | None:
+            if self.operations is not None and operation not in self.operations:
+                return None
+            draw = rng.random()
+            for kind, rate in table:
+                if draw < rate:
+                    return kind
+                draw -= rate
+            return None
+
+        return pick
+
+
+#: No faults: a plain proxy (still reporting exchanges).
+NO_FAULTS = FaultSchedule()
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request through the proxy, as reported to ``on_exchange``.
+
+    Attributes:
+        operation: the DynamoDB operation (``"UpdateItem"``...), from ``X-Amz-Target``.
+        fault: the injected kind, or ``None``.
+        request: the request body (DynamoDB JSON).
+        status: the server's HTTP status, or ``None`` if the request never reached it.
+        response: the server's answer body, or ``None`` if it never reached it.
+        delivered: whether the client was sent the server's answer (False also when the
+            client had closed the connection before the answer came: it timed out or died).
+        client: the ``app/<id>`` in the request's ``User-Agent`` (botocore takes it from
+            ``AWS_SDK_UA_APP_ID``), or ``""``: which process sent it.
+    """
+
+    operation: str
+    fault: str | None
+    request: bytes
+    status: int | None
+    response: bytes | None
+    delivered: bool
+    client: str = ""
+
+    @property
+    def applied_unacknowledged(self) -> bool:
+        """The server accepted the request (2xx) and the client never heard of it."""
+        return self.status is not None and 200 <= self.status < 300 and not self.delivered
+
+
+def _error_body(kind: str, operation: str, request: bytes) -> tuple[int, dict[str, Any] | str]:
+    """The status and body DynamoDB sends for an injected error ``kind``."""
+    if kind == "throughput-exceeded":
+        return 400, {
+            "__type": _SERVICE + "ProvisionedThroughputExceededException",
+            "message": "The level of configured provisioned throughput for the table was "
+            "exceeded. Consider increasing your provisioning level with the UpdateTable API.",
+        }
+    if kind == "throttling":
+        return 400, {
+            "__type": _SERVICE + "ThrottlingException",
+            "message": "Throughput exceeds the current capacity for one or more global "
+            "secondary indexes. DynamoDB is automatically scaling your index so please try "
+            "again shortly.",
+        }
+    if kind == "internal-error":
+        return 500, {
+            "__type": _SERVICE + "InternalServerError",
+            "message": "Internal server error",
+        }
+    if kind == "http-500":
+        return 500, "<html><body><h1>500 Internal Server Error</h1></body></html>"
+    if kind == "transaction-conflict":
+        if operation in ("TransactWriteItems", "TransactGetItems"):
+            try:
+                actions = len(json.loads(request).get("TransactItems", [])) or 1
+            except ValueError:
+                actions = 1
+            reasons: list[dict[str, str]] = [{"Code": "None"}] * actions
+            # The conflict is on one action, chosen by the request itself (no shared RNG).
+            where = sum(request) % actions
+            reasons[where] = {
+                "Code": "TransactionConflict",
+                "Message": "Transaction is ongoing for the item",
+            }
+            codes = ", ".join(r["Code"] for r in reasons)
+            return 400, {
+                "__type": _SERVICE + "TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for "
+                f"specific reasons [{codes}]",
+                "CancellationReasons": reasons,
+            }
+        return 400, {
+            "__type": _SERVICE + "TransactionConflictException",
+            "message": "Transaction is ongoing for the item",
+        }
+    raise AssertionError(kind)
+
+
+def _reset(request: web.BaseRequest) -> None:
+    """Reset the client's connection (RST, not FIN), answering nothing."""
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+class FaultProxy(Server):
+    """An HTTP proxy on ``host:port`` (a background thread with its own event loop) that sends
+    every request to ``target_url`` unless its :class:`FaultSchedule` injects a fault.
+
+    Use as a context manager, or ``start()`` / ``stop()``; ``endpoint_url`` is what the client
+    connects to.
+
+    Parameters:
+        target_url: the server, e.g. ``"http://127.0.0.1:8000"``.
+        schedule: the faults (default: none); :meth:`set_schedule` changes it while running.
+        on_exchange: called with an :class:`Exchange` after each request, in the proxy's
+            thread; keep it quick.
+        host: the address to listen on; keep the loopback default.
+        port: the TCP port; 0 picks a free one.
+    """
+
+    def __init__(
+        self,
+        target_url: str,
+        schedule: FaultSchedule = NO_FAULTS,
+        *,
+        on_exchange: Callable[[Exchange], None] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.target_url = target_url.rstrip("/")
+        self.host = host
+        self.port = port
+        self.on_exchange = on_exchange
+        self._injected: Counter[str] = Counter()
+        self._requests = 0
+        self._lock = threading.Lock()
+        self.set_schedule(schedule)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping: asyncio.Event | None = None
+
+    # --- what it did ------------------------------------------------------------------------
+
+    @property
+    def injected(self) -> Counter[str]:
+        """Faults injected so far, by kind (a copy)."""
+        with self._lock:
+            return Counter(self._injected)
+
+    @property
+    def requests(self) -> int:
+        """Requests received so far, faulted or not."""
+        with self._lock:
+            return self._requests
+
+    def set_schedule(self, schedule: FaultSchedule) -> None:
+        """Use ``schedule`` from the next request on (its draws start afresh)."""
+        with self._lock:
+            self.schedule = schedule
+            self._pick = schedule.picker()
+
+    def _decide(self, operation: str) -> tuple[str | None, float]:
+        with self._lock:
+            self._requests += 1
+            kind = self._pick(operation)
+            if kind is not None:
+                self._injected[kind] += 1
+            return kind, self.schedule.delay_secs
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start serving; returns once the socket listens. Idempotent."""
+        if self._thread is not None:
+            return
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._serve(ready))
+            except BaseException as exc:  # reported to start()
+                failure.append(exc)
+                ready.set()
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="aioseq-fault-proxy", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise RuntimeError(f"the fault proxy did not start: {failure[0]!r}") from failure[0]
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._stopping = asyncio.Event()
+        connector = TCPConnector(limit=0, force_close=False)
+        async with ClientSession(
+            connector=connector, auto_decompress=False, timeout=ClientTimeout(total=None)
+        ) as session:
+            server = web.Server(lambda request: self._handle(request, session))
+            # On stop, requests still held (a delay) get 2 s to finish, then are dropped.
+            runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
+            await runner.setup()
+            listening = socket.create_server((self.host, self.port))
+            self.port = listening.getsockname()[1]
+            await web.SockSite(runner, listening).start()
+            ready.set()
+            try:
+                await self._stopping.wait()
+            finally:
+                await runner.cleanup()
+
+    def stop(self) -> None:
+        """Stop serving and free the port. Idempotent."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            loop.call_soon_threadsafe(stopping.set)
+        thread.join()
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        if self._thread is None:
+            raise RuntimeError("the proxy is not running; call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    def __repr__(self) -> str:
+        state = f"serving {self.endpoint_url}" if self._thread is not None else "stopped"
+        return f"<FaultProxy {state} -> {self.target_url} injected={dict(self.injected)}>"
+
+    # --- one request ------------------------------------------------------------------------
+
+    async def _handle(self, request: web.BaseRequest, session: ClientSession) -> web.StreamResponse:
+        body = await request.read()
+        operation = request.headers.get("X-Amz-Target", "").rpartition(".")[2]
+        app = _APP_ID.search(request.headers.get("User-Agent", ""))
+        client = app.group(1) if app else ""
+        kind, delay_secs = self._decide(operation)
+        if kind == "reset":
+            _reset(request)
+            self._report(Exchange(operation, kind, body, None, None, False, client))
+            return web.Response()  # never sent: the connection is gone
+        if kind is not None and kind not in APPLIED_KINDS:
+            status, error = _error_body(kind, operation, body)
+            self._report(Exchange(operation, kind, body, None, None, False, client))
+            if isinstance(error, str):
+                return web.Response(status=status, text=error, content_type="text/html")
+            return web.Response(
+                status=status,
+                body=json.dumps(error).encode(),
+                headers={"Content-Type": _JSON, "x-amzn-RequestId": uuid.uuid4().hex},
+            )
+        if kind == "delay":
+            await asyncio.sleep(delay_secs)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        async with session.request(
+            request.method, self.target_url + request.path_qs, data=body, headers=headers
+        ) as answer:
+            payload = await answer.read()
+            status = answer.status
+            answer_headers = {
+                k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP
+            }
+        if kind is not None:  # applied, and the answer is lost
+            _reset(request)
+            self._report(Exchange(operation, kind, body, status, payload, False, client))
+            return web.Response()
+        # A client that gave up waiting (its read timeout) or died has closed the connection.
+        transport = request.transport
+        delivered = transport is not None and not transport.is_closing()
+        self._report(Exchange(operation, None, body, status, payload, delivered, client))
+        return web.Response(status=status, body=payload, headers=answer_headers)
+
+    def _report(self, exchange: Exchange) -> None:
+        if self.on_exchange is not None:
+            self.on_exchange(exchange)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m aioseq.testing.fault_proxy --target URL [--seed S] [--rate R] ...``: serve
+    until SIGTERM or SIGINT. The first line on stdout is the endpoint URL; the last, the
+    injected faults by kind as JSON."""
+    parser = argparse.ArgumentParser(
+        prog="python -m aioseq.testing.fault_proxy",
+        description="A fault-injecting proxy for DynamoDB on 127.0.0.1.",
+    )
+    parser.add_argument("--target", required=True, metavar="URL", help="the DynamoDB endpoint")
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--seed", type=int, default=0, help="the schedule's seed (0)")
+    parser.add_argument(
+        "--rate", type=float, default=0.05, help="share of requests that get a fault (0.05)"
+    )
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"comma-separated kinds sharing the rate equally (all: {','.join(KINDS)})",
+    )
+    parser.add_argument(
+        "--operations",
+        default=None,
+        metavar="OPS",
+        help="comma-separated operations that may get faults (default: all)",
+    )
+    parser.add_argument(
+        "--delay-secs", type=float, default=3.0, help="how long a delay fault holds (3)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        schedule = FaultSchedule.uniform(
+            args.rate,
+            seed=args.seed,
+            kinds=[k for k in args.kinds.split(",") if k],
+            operations=args.operations.split(",") if args.operations else None,
+            delay_secs=args.delay_secs,
+        )
+    except ConfigurationError as exc:
+        parser.error(str(exc))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with FaultProxy(args.target, schedule, port=args.port) as proxy:
+        print(proxy.endpoint_url, flush=True)
+        stop.wait()
+        print(json.dumps(dict(proxy.injected), sort_keys=True), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
