@@ -1,0 +1,149 @@
+"""The IAM permissions aioseq needs: the DynamoDB actions it calls, on the table's ARN, no more.
+
+Each feature sends a fixed set of DynamoDB API operations (:data:`FEATURE_OPERATIONS`), and
+each operation needs IAM actions (:data:`OPERATION_ACTIONS`). ``TransactWriteItems`` has no IAM
+action of its own: each write in it is authorized as the matching single-item action (``Put``
+as ``dynamodb:PutItem``, ``Update`` as ``dynamodb:UpdateItem``; AWS DynamoDB Developer Guide,
+"Using IAM with DynamoDB transactions"), and aioseq's transactions hold only those two.
+``ReturnValuesOnConditionCheckFailure=ALL_OLD`` needs no read permission.
+
+:func:`policy` writes the identity-based policy document::
+
+    >>> policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")["Statement"][0]["Action"]
+    ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']
+
+``tests/test_iam.py`` runs every feature against a real server, records the operations sent
+(and the kind of each write inside a transaction) through botocore's event hooks, and checks
+that they need exactly these actions on exactly the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from aioseq.config import check_table_name
+from aioseq.errors import ConfigurationError
+
+__all__ = [
+    "ADMIN_FEATURES",
+    "FEATURE_OPERATIONS",
+    "OPERATION_ACTIONS",
+    "RUNTIME_FEATURES",
+    "TRANSACTION_ACTIONS",
+    "actions",
+    "policy",
+    "table_arn",
+]
+
+#: The DynamoDB API operations each feature sends.
+FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
+    # next/next_many (ADD), give_back (SET); current
+    "atomic_counter": frozenset({"UpdateItem", "GetItem"}),
+    # refills are the atomic counter's ADD, the give-back its SET; current
+    "block_allocator": frozenset({"UpdateItem", "GetItem"}),
+    # first read; the conditional write (write="update" or "put")
+    "optimistic_counter": frozenset({"GetItem", "UpdateItem", "PutItem"}),
+    # the highest sort key; the conditional put; a group's transaction of puts
+    "sort_key_counter": frozenset({"Query", "PutItem", "TransactWriteItems"}),
+    # first read; the counter update and the put(s) in one transaction
+    "gapless_counter": frozenset({"GetItem", "TransactWriteItems"}),
+    # DynamoStore.create_table() / aioseq create-table: create, then wait until active
+    "create_table": frozenset({"CreateTable", "DescribeTable"}),
+    # DynamoStore.check_table()
+    "check_table": frozenset({"DescribeTable"}),
+    # DynamoStore.delete_table(): tests and demos only
+    "delete_table": frozenset({"DeleteTable"}),
+}
+
+#: The features an application uses at run time.
+RUNTIME_FEATURES: tuple[str, ...] = (
+    "atomic_counter",
+    "block_allocator",
+    "optimistic_counter",
+    "sort_key_counter",
+    "gapless_counter",
+)
+#: The features that manage the table (deployment, tests).
+ADMIN_FEATURES: tuple[str, ...] = ("create_table", "check_table", "delete_table")
+
+#: The IAM action of each write kind inside ``TransactWriteItems``.
+TRANSACTION_ACTIONS: dict[str, str] = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+#: The IAM actions each operation aioseq sends needs (a transaction: those of the writes
+#: aioseq puts in it).
+OPERATION_ACTIONS: dict[str, frozenset[str]] = {
+    "GetItem": frozenset({"dynamodb:GetItem"}),
+    "PutItem": frozenset({"dynamodb:PutItem"}),
+    "UpdateItem": frozenset({"dynamodb:UpdateItem"}),
+    "Query": frozenset({"dynamodb:Query"}),
+    "TransactWriteItems": frozenset({TRANSACTION_ACTIONS["Put"], TRANSACTION_ACTIONS["Update"]}),
+    "CreateTable": frozenset({"dynamodb:CreateTable"}),
+    "DescribeTable": frozenset({"dynamodb:DescribeTable"}),
+    "DeleteTable": frozenset({"dynamodb:DeleteTable"}),
+}
+
+
+def actions(features: Iterable[str] = RUNTIME_FEATURES) -> list[str]:
+    """The IAM actions ``features`` need, sorted (names from :data:`FEATURE_OPERATIONS`).
+
+    Raises:
+        ConfigurationError: an unknown feature.
+    """
+    needed: set[str] = set()
+    for feature in features:
+        if feature not in FEATURE_OPERATIONS:
+            raise ConfigurationError(
+                f"unknown feature {feature!r}; choose from {', '.join(FEATURE_OPERATIONS)}"
+            )
+        for operation in FEATURE_OPERATIONS[feature]:
+            needed |= OPERATION_ACTIONS[operation]
+    return sorted(needed)
+
+
+def table_arn(table: str, *, region: str, account: str, partition: str = "aws") -> str:
+    """``arn:{partition}:dynamodb:{region}:{account}:table/{table}``.
+
+    Raises:
+        ConfigurationError: a bad table name, or an account id that is not 12 digits.
+    """
+    check_table_name(table)
+    if not (isinstance(account, str) and len(account) == 12 and account.isdigit()):
+        raise ConfigurationError(f"account must be a 12-digit AWS account id: {account!r}")
+    return f"arn:{partition}:dynamodb:{region}:{account}:table/{table}"
+
+
+def policy(
+    table_arns: str | Sequence[str],
+    *,
+    features: Iterable[str] = RUNTIME_FEATURES,
+    admin_features: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The identity-based IAM policy document (a JSON-ready dict) that lets aioseq do
+    ``features`` (default: every strategy and the allocator) and ``admin_features`` (e.g.
+    ``("create_table",)``, in a statement of its own) on the tables ``table_arns``: the
+    counter table, plus a :class:`~aioseq.GaplessCounter`'s ``item_table`` if it has one.
+
+    Raises:
+        ConfigurationError: an unknown feature, or no ARN.
+    """
+    arns = [table_arns] if isinstance(table_arns, str) else list(table_arns)
+    if not arns or not all(isinstance(a, str) and a.startswith("arn:") for a in arns):
+        raise ConfigurationError(f"table_arns must be one or more ARNs: {table_arns!r}")
+    resource: str | list[str] = arns[0] if len(arns) == 1 else arns
+    statements = [
+        {"Sid": sid, "Effect": "Allow", "Action": granted, "Resource": resource}
+        for sid, granted in (
+            ("AioseqCounters", actions(features)),
+            ("AioseqTable", actions(admin_features)),
+        )
+        if granted
+    ]
+    if not statements:
+        raise ConfigurationError("no features: the policy would allow nothing")
+    return {"Version": "2012-10-17", "Statement": statements}

@@ -1,0 +1,198 @@
+"""Least privilege: every request aioseq sends, feature by feature, needs exactly the IAM actions
+``aioseq.iam`` documents, on exactly the tables of the policy (README, "Least privilege").
+
+The requests are recorded on a real server through botocore's event hooks: the store's
+``before-send`` counter (``store.requests``) for the operations, and ``before-parameter-build``
+for the table names and the kind of each write inside a transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checks import record_requests
+
+from aioseq import ConfigurationError, DynamoStore, TableSpec, iam
+from aioseq.workload import STRATEGIES, make_taker, run_workload
+
+REGION, ACCOUNT = "us-east-1", "123456789012"
+
+
+def arn(table: str) -> str:
+    return iam.table_arn(table, region=REGION, account=ACCOUNT)
+
+
+def needs(operation: str, params: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (IAM action, table ARN) pairs one request needs."""
+    if operation == "TransactWriteItems":
+        return {
+            (iam.TRANSACTION_ACTIONS[kind], arn(write["TableName"]))
+            for action in params["TransactItems"]
+            for kind, write in action.items()
+        }
+    return {(action, arn(params["TableName"])) for action in iam.OPERATION_ACTIONS[operation]}
+
+
+def allowed(policy: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (IAM action, table ARN) pairs a policy document allows."""
+    pairs: set[tuple[str, str]] = set()
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow"
+        resources = statement["Resource"]
+        for resource in [resources] if isinstance(resources, str) else resources:
+            pairs |= {(action, resource) for action in statement["Action"]}
+    return pairs
+
+
+class Recorder:
+    """What each feature sent: operations from ``store.requests`` (botocore's ``before-send``),
+    parameters from ``before-parameter-build``."""
+
+    def __init__(self, store: DynamoStore) -> None:
+        self.store = store
+        self.sent = record_requests(store)
+        self.operations: dict[str, set[str]] = {}
+        self.needed: dict[str, set[tuple[str, str]]] = {}
+
+    @contextmanager
+    def feature(self, name: str) -> Iterator[None]:
+        before, first = self.store.requests, len(self.sent)
+        yield
+        self.operations.setdefault(name, set()).update(self.store.requests - before)
+        for operation, params in self.sent[first:]:
+            self.needed.setdefault(name, set()).update(needs(operation, params))
+
+
+@pytest.fixture
+async def two_tables(aioseq_endpoint: str) -> AsyncIterator[tuple[DynamoStore, str]]:
+    """A store on a table that does not exist yet, and a second table for a gapless counter's
+    items (deleted after the test)."""
+    suffix = uuid.uuid4().hex[:12]
+    spec = TableSpec(name=f"aioseq-test-{suffix}")
+    items = f"aioseq-test-items-{suffix}"
+    async with DynamoStore.open(table=spec, endpoint_url=aioseq_endpoint) as store:
+        items_store = DynamoStore(store.client, items)
+        await items_store.create_table()
+        await items_store.aclose()
+        try:
+            yield store, items
+        finally:
+            await store.client.delete_table(TableName=items)
+
+
+async def test_every_request_is_within_the_documented_policy(
+    two_tables: tuple[DynamoStore, str],
+) -> None:
+    store, item_table = two_tables
+    record = Recorder(store)
+
+    with record.feature("create_table"):
+        assert await store.create_table() is True
+        assert await store.create_table() is False  # exists: CreateTable fails, then checked
+    with record.feature("check_table"):
+        await store.check_table()
+
+    with record.feature("atomic_counter"):
+        orders = store.atomic_counter("orders")
+        await orders.next()
+        assert await orders.give_back(await orders.next_many(5))
+        await orders.current()
+    with record.feature("block_allocator"):
+        async with store.block_allocator("tickets", block_size=10) as tickets:
+            await tickets.next()
+            await tickets.next_many(20)
+            await tickets.current()
+    with record.feature("optimistic_counter"):
+        for options in ({"write": "update"}, {"write": "put"}, {"group": True}):
+            optimistic = store.optimistic_counter("optimistic", **options)
+            await asyncio.gather(*(optimistic.next() for _ in range(5)))
+            await optimistic.current()
+    with record.feature("sort_key_counter"):
+        await store.sort_key_counter("issues").put()
+        issues = store.sort_key_counter("issues", group=True)
+        await asyncio.gather(*(issues.put({"title": "t"}) for _ in range(5)))
+        await issues.current()
+    with record.feature("gapless_counter"):
+        for options in ({}, {"group": True}, {"item_table": item_table}):
+            invoices = store.gapless_counter("invoices", **options)
+            puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
+            await asyncio.gather(*puts)
+            await invoices.current()
+
+    with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
+        for strategy in STRATEGIES:
+            await run_workload(store, strategy, f"cli-{strategy}", count=5, concurrency=2)
+            await make_taker(store, strategy, f"cli-{strategy}").current()
+
+    with record.feature("delete_table"):
+        await store.delete_table()
+
+    # Each feature sends exactly the operations aioseq.iam lists for it.
+    for feature, operations in iam.FEATURE_OPERATIONS.items():
+        assert record.operations[feature] == operations, feature
+    assert record.operations["cli"] <= set().union(
+        *(iam.FEATURE_OPERATIONS[f] for f in iam.RUNTIME_FEATURES)
+    )
+
+    # Every request is allowed by the documented policy; the policy allows nothing unused.
+    policy = iam.policy([arn(store.table.name), arn(item_table)], admin_features=iam.ADMIN_FEATURES)
+    needed = set().union(*record.needed.values())
+    assert needed <= allowed(policy)
+    assert {action for action, _ in allowed(policy)} == {action for action, _ in needed}
+    runtime = set().union(*(record.needed[f] for f in (*iam.RUNTIME_FEATURES, "cli")))
+    assert {action for action, _ in runtime} == set(iam.actions())
+
+
+def test_the_policy_document() -> None:
+    table = arn("aioseq")
+    assert iam.policy(table) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AioseqCounters",
+                "Effect": "Allow",
+                "Action": [
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:Query",
+                    "dynamodb:UpdateItem",
+                ],
+                "Resource": "arn:aws:dynamodb:us-east-1:123456789012:table/aioseq",
+            }
+        ],
+    }
+    only_atomic = iam.policy(table, features=["atomic_counter"], admin_features=["create_table"])
+    assert [s["Action"] for s in only_atomic["Statement"]] == [
+        ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        ["dynamodb:CreateTable", "dynamodb:DescribeTable"],
+    ]
+
+
+def test_the_readme_shows_the_policy_aioseq_iam_writes() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Least privilege (IAM)", 1)[1]
+    shown = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+    resource = "arn:aws:dynamodb:REGION:ACCOUNT:table/aioseq"
+    assert shown == iam.policy(resource, admin_features=["create_table"])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: iam.policy("aioseq"),
+        lambda: iam.policy([]),
+        lambda: iam.policy(arn("aioseq"), features=["scan"]),
+        lambda: iam.policy(arn("aioseq"), features=[]),
+        lambda: iam.table_arn("a b", region=REGION, account=ACCOUNT),
+        lambda: iam.table_arn("aioseq", region=REGION, account="123"),
+    ],
+)
+def test_bad_policy_arguments_are_refused(call: Callable[[], object]) -> None:
+    with pytest.raises(ConfigurationError):
+        call()
