@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,11 +21,13 @@ __all__ = [
     "Check",
     "Run",
     "StrategyName",
+    "Taken",
     "Taker",
     "check_numbers",
     "make_taker",
     "run_workload",
     "stored_numbers",
+    "take_numbers",
 ]
 
 StrategyName = Literal["atomic", "allocator", "optimistic", "sort-key", "transactional"]
@@ -63,12 +65,19 @@ class Taker:
 
 
 def make_taker(
-    store: DynamoStore, strategy: str, key: str, *, block_size: int = 100, group: bool = False
+    store: DynamoStore,
+    strategy: str,
+    key: str,
+    *,
+    block_size: int = 100,
+    fixed_block_size: bool = False,
+    group: bool = False,
 ) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
     item ``{pk: key, sk: n}`` per number, in the collection whose counter item (if any) is
-    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with;
-    ``group`` turns on group commit for the strategies in :data:`GROUPED_STRATEGIES`.
+    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
+    with ``fixed_block_size``); ``group`` turns on group commit for the strategies in
+    :data:`GROUPED_STRATEGIES`.
 
     Raises:
         ConfigurationError: an unknown strategy, a bad key, or ``group`` for a strategy
@@ -83,7 +92,11 @@ def make_taker(
         atomic = store.atomic_counter(key)
         return Taker(atomic.next, atomic, atomic.current)
     if strategy == "allocator":
-        allocator = store.block_allocator(key, block_size=block_size)
+        allocator = store.block_allocator(
+            key,
+            block_size=block_size,
+            **({"target_refill_interval_secs": None} if fixed_block_size else {}),
+        )
         return Taker(allocator.next, allocator.counter, allocator.current, allocator.aclose)
     if strategy == "optimistic":
         optimistic = store.optimistic_counter(key, group=group)
@@ -103,6 +116,70 @@ def make_taker(
 
 
 @dataclass(frozen=True)
+class Taken:
+    """What :func:`take_numbers` did.
+
+    Attributes:
+        numbers: every number taken, in the order the calls returned.
+        latencies_secs: each call's time from start to return, in seconds, in the same order.
+        wall_secs: elapsed wall-clock time, in seconds.
+    """
+
+    numbers: list[int]
+    latencies_secs: list[float]
+    wall_secs: float
+
+
+async def take_numbers(
+    takes: Sequence[Take],
+    *,
+    count: int,
+    concurrency: int,
+    time_budget_secs: float | None = None,
+    on_number: Callable[[int], None] | None = None,
+) -> Taken:
+    """Take ``count`` numbers with ``min(concurrency, count)`` tasks in this event loop (started
+    together, as with ``asyncio.gather``), task ``i`` calling ``takes[i % len(takes)]``.
+
+    With ``time_budget_secs``, tasks start no new call once that many seconds have passed; calls
+    in flight finish, so at least ``min(concurrency, count)`` numbers are taken.
+
+    Raises:
+        Whatever a call raises; the other tasks are cancelled first.
+    """
+    numbers: list[int] = []
+    latencies: list[float] = []
+    remaining = count
+    clock = time.perf_counter
+    started = clock()
+    stop_at = started + time_budget_secs if time_budget_secs is not None else float("inf")
+
+    async def worker(take: Take) -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            called = clock()
+            n = await take()
+            latencies.append(clock() - called)
+            numbers.append(n)
+            if on_number is not None:
+                on_number(n)
+            if clock() >= stop_at:
+                return
+
+    tasks = [
+        asyncio.ensure_future(worker(takes[i % len(takes)])) for i in range(min(concurrency, count))
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return Taken(numbers, latencies, clock() - started)
+
+
+@dataclass(frozen=True)
 class Run:
     """What :func:`run_workload` did.
 
@@ -112,6 +189,7 @@ class Run:
         requests: DynamoDB requests sent during the run, by operation.
         retries: retries by reason, summed over the run's counter objects.
         conflicts: lost races (failed conditions), summed likewise.
+        latencies_secs: each call's time from start to return, in seconds, as ``numbers``.
     """
 
     numbers: list[int]
@@ -119,6 +197,7 @@ class Run:
     requests: Counter[str]
     retries: Counter[str]
     conflicts: int
+    latencies_secs: list[float]
 
 
 async def run_workload(
@@ -160,40 +239,31 @@ async def run_workload(
         for _ in range(instances)
     ]
     before = store.requests
-    numbers: list[int] = []
-    remaining = count
-
-    async def worker(take: Take) -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            n = await take()
-            numbers.append(n)
-            if on_number is not None:
-                on_number(n)
-
-    started = time.perf_counter()
-    tasks = [
-        asyncio.ensure_future(worker(takers[i % instances].take))
-        for i in range(min(concurrency, count))
-    ]
     try:
-        await asyncio.gather(*tasks)
+        taken = await take_numbers(
+            [taker.take for taker in takers],
+            count=count,
+            concurrency=concurrency,
+            on_number=on_number,
+        )
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         for taker in takers:
             if taker.aclose is not None:
                 await taker.aclose()
-    wall = time.perf_counter() - started
     retries: Counter[str] = Counter()
     conflicts = 0
     for taker in takers:
         stats = taker.counter.statistics()
         retries.update(stats.retries)
         conflicts += stats.conflicts
-    return Run(numbers, wall, store.requests - before, retries, conflicts)
+    return Run(
+        taken.numbers,
+        taken.wall_secs,
+        store.requests - before,
+        retries,
+        conflicts,
+        taken.latencies_secs,
+    )
 
 
 @dataclass(frozen=True)
@@ -226,25 +296,31 @@ def check_numbers(numbers: Iterable[int], stored: Iterable[int] | None = None) -
     return Check(duplicates=len(seen) - len(distinct), gaps=gaps, mismatched_items=mismatched)
 
 
-async def stored_numbers(store: DynamoStore, partition: str) -> list[int]:
-    """The sort keys >= 1 of the items in collection ``partition`` (the numbered items), read
-    with paginated, strongly consistent ``Query`` requests (0.5 RCU per 4 KB read)."""
+async def stored_numbers(
+    store: DynamoStore, partition: str, *, number_attribute: str | None = None
+) -> list[int]:
+    """The numbers of the numbered items in collection ``partition``: their sort keys >= 1, or
+    their ``number_attribute`` when given (items without it are skipped), read with paginated,
+    strongly consistent ``Query`` requests (0.5 RCU per 4 KB read)."""
     table = store.table
     if table.sort_key is None:
         raise ConfigurationError("the table has no sort key")
+    attribute = number_attribute or table.sort_key
     numbers: list[int] = []
     params: dict[str, object] = {
         "TableName": table.name,
         "KeyConditionExpression": "#pk = :partition",
-        "ExpressionAttributeNames": {"#pk": table.partition_key, "#sk": table.sort_key},
+        "ExpressionAttributeNames": {"#pk": table.partition_key, "#number": attribute},
         "ExpressionAttributeValues": {":partition": {"S": partition}},
-        "ProjectionExpression": "#sk",
+        "ProjectionExpression": "#number",
         "ConsistentRead": True,
     }
     while True:
         page = await store.call("query", **params)
         for item in page.get("Items", []):
-            value = item[table.sort_key]
+            if attribute not in item:
+                continue
+            value = item[attribute]
             n = int(value.get("N") or value.get("S"))
             if n >= 1:
                 numbers.append(n)

@@ -1,2 +1,2 @@
-"""aioseq's benchmarks: ``python -m benchmarks.<name> --help``. They report figures measured
-side by side in one run; the tests check behaviour, not speed."""
+"""aioseq's benchmarks: ``python -m benchmarks --help``. They report figures measured side by
+side in one run; the tests check behaviour, not speed."""

@@ -2,19 +2,65 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
-import aioseq
+#: The distributions whose versions a report records.
+PACKAGES = (
+    "aioseq",
+    "aioboto3",
+    "aiobotocore",
+    "botocore",
+    "boto3",
+    "moto",
+    "dynamodb-autoincrement",
+)
+
+
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of the first ``name: value`` line of a /proc file, if there is one."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.split(":", 1)[0].strip() == name:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> dict[str, Any]:
+    """The CPU, its core count, memory, OS and Python; the load average at the time (other work
+    on the machine shows there)."""
+    return {
+        "cpu": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown",
+        "cores": os.cpu_count(),
+        "memory": _proc_field("/proc/meminfo", "MemTotal"),
+        "os": platform.platform(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`PACKAGES` (``None`` if not installed)."""
+    found: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def header(endpoint: str) -> dict[str, Any]:
-    """Date, machine, Python and aioseq versions, and the server measured."""
+    """Date, machine, versions, and the server measured."""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} "
-        f"{platform.python_version()}",
-        "aioseq": aioseq.__version__,
+        "machine": machine(),
+        "versions": versions(),
         "endpoint": endpoint,
     }
