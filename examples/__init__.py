@@ -1,0 +1,1 @@
+"""Example services that use aioseq: see README.md in this folder."""

@@ -1,0 +1,64 @@
+"""An aiohttp order service numbered by aioseq: the FastAPI example's twin.
+
+Run it against DynamoDB Local::
+
+    AWS_ENDPOINT_URL=http://127.0.0.1:8000 AIOSEQ_CREATE_TABLE=1 python -m examples.aiohttp_app
+    curl -X POST 127.0.0.1:8080/orders -H 'content-type: application/json' \\
+        -d '{"customer": "ada", "total": "12.50"}'
+
+A ``cleanup_ctx`` opens one ``DynamoStore`` for the application's life; see ``orders.py`` for
+the order book, the choice of strategy and the HTTP statuses of aioseq's errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from pydantic import ValidationError
+
+from aioseq import AioseqError
+from examples.orders import NewOrder, OrderBook, Settings, http_error, open_order_book
+
+ORDERS = web.AppKey("orders", OrderBook)
+
+
+async def order_book_context(app: web.Application) -> AsyncIterator[None]:
+    """Open the order book (one store) at start-up, close it at cleanup."""
+    async with open_order_book(Settings.from_env()) as orders:
+        app[ORDERS] = orders
+        yield
+
+
+@web.middleware
+async def aioseq_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except AioseqError as exc:
+        error = http_error(exc)
+        return web.json_response(
+            {"detail": error.detail}, status=error.status, headers=error.headers
+        )
+
+
+async def create_order(request: web.Request) -> web.Response:
+    """``POST /orders``: create an order with the next order number."""
+    try:
+        new = NewOrder.model_validate_json(await request.read())
+    except ValidationError as exc:
+        return web.json_response({"detail": json.loads(exc.json(include_url=False))}, status=422)
+    order = await request.app[ORDERS].create(new)
+    return web.json_response(order.model_dump(mode="json"), status=201)
+
+
+def make_app() -> web.Application:
+    app = web.Application(middlewares=[aioseq_errors])
+    app.cleanup_ctx.append(order_book_context)
+    app.router.add_post("/orders", create_order)
+    return app
+
+
+if __name__ == "__main__":
+    web.run_app(make_app(), host="127.0.0.1", port=8080)

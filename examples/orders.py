@@ -1,0 +1,179 @@
+"""The order service that both example apps serve (``fastapi_app.py``, ``aiohttp_app.py``).
+
+- One :class:`~aioseq.DynamoStore` for the application's life, opened at start-up and closed
+  at shutdown (FastAPI's lifespan, aiohttp's ``cleanup_ctx``): one pooled client, never one
+  per request.
+- Orders are numbered by a **gapless counter** with group commit: the counter and the order
+  item are written by one ``TransactWriteItems``, so an order number exists exactly when its
+  order does (no number is lost to a crash or a failed request: what accountants and
+  customers expect of order numbers), and concurrent requests share transactions (up to 99
+  orders per transaction) instead of racing for the counter. If you only need unique,
+  increasing ids and can live with gaps, ``store.block_allocator("orders")`` is far cheaper.
+- Order ids are ``ORD-0000000042``: :class:`~aioseq.IdFormat` with 10 digits; the counter is
+  made with ``max_value`` = the largest id, so it can never hand out a number the format
+  cannot hold.
+- aioseq's errors become HTTP statuses in :func:`http_error`.
+
+Configuration, from the environment: ``AWS_ENDPOINT_URL`` (e.g. ``http://127.0.0.1:8000`` for
+DynamoDB Local; unset for AWS), ``AWS_REGION`` and credentials as usual, ``AIOSEQ_TABLE``
+(default ``aioseq``), ``AIOSEQ_CREATE_TABLE=1`` to create the table at start-up (local
+development; in production create it once, ``aioseq create-table``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from aioseq import (
+    DEFAULT_TABLE_NAME,
+    AioseqError,
+    ConfigurationError,
+    ConnectionFailed,
+    DynamoStore,
+    IdFormat,
+    ItemAlreadyExists,
+    RetriesExhausted,
+    ServiceUnavailable,
+    StoreClosed,
+    Throttled,
+    TransactionConflict,
+    ValidationFailed,
+)
+
+__all__ = [
+    "ORDER_ID",
+    "HttpError",
+    "NewOrder",
+    "Order",
+    "OrderBook",
+    "Settings",
+    "http_error",
+    "open_order_book",
+]
+
+log = logging.getLogger("examples.orders")
+
+#: ``ORD-0000000001`` .. ``ORD-9999999999``.
+ORDER_ID = IdFormat(prefix="ORD-", width=10)
+
+
+class NewOrder(BaseModel):
+    """What a client sends: ``{"customer": "ada", "total": "12.50"}``."""
+
+    customer: str = Field(min_length=1, max_length=200)
+    total: Decimal = Field(ge=0, max_digits=12, decimal_places=2)
+
+
+class Order(NewOrder):
+    """What the service answers: the order with its number and id."""
+
+    number: int
+    order_id: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The service's settings (see the module doc)."""
+
+    table: str = DEFAULT_TABLE_NAME
+    create_table: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
+        return cls(
+            table=environ.get("AIOSEQ_TABLE", DEFAULT_TABLE_NAME),
+            create_table=environ.get("AIOSEQ_CREATE_TABLE", "0").lower() in ("1", "true", "yes"),
+        )
+
+
+class OrderBook:
+    """Creates orders: each stored with the next order number, gaplessly."""
+
+    def __init__(self, store: DynamoStore) -> None:
+        self.orders = store.gapless_counter("orders", group=True, max_value=ORDER_ID.max_number)
+
+    async def create(self, new: NewOrder) -> Order:
+        """Store the order under the next number (one transaction, shared with the orders
+        that arrive at the same time) and return it.
+
+        Raises:
+            the errors of :meth:`aioseq.GaplessCounter.put`; see :func:`http_error`.
+        """
+
+        def item(n: int) -> dict[str, Any]:
+            return {
+                "pk": "orders",  # the orders and their counter item (sk 0) share a collection
+                "sk": n,
+                "order_id": ORDER_ID.format(n),
+                "customer": new.customer,
+                "total": new.total,
+            }
+
+        number = await self.orders.put(item)
+        return Order(number=number, order_id=ORDER_ID.format(number), **new.model_dump())
+
+
+@asynccontextmanager
+async def open_order_book(settings: Settings) -> AsyncIterator[OrderBook]:
+    """Open the store for the application's life (and create the table if asked)."""
+    async with DynamoStore.open(table=settings.table) as store:
+        if settings.create_table:
+            await store.create_table()
+        yield OrderBook(store)
+
+
+@dataclass(frozen=True)
+class HttpError:
+    """An HTTP error answer: status, a detail for the client, headers."""
+
+    status: int
+    detail: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+#: Worth trying again soon: throttling, conflicts, DynamoDB or the network failing, the retry
+#: policy running out, the service shutting down.
+_TRY_AGAIN = (
+    Throttled,
+    TransactionConflict,
+    ServiceUnavailable,
+    ConnectionFailed,
+    RetriesExhausted,
+    StoreClosed,
+)
+
+
+def http_error(error: AioseqError) -> HttpError:
+    """The HTTP answer for an aioseq error.
+
+    ============================================================  ==========================
+    error                                                         status
+    ============================================================  ==========================
+    ``ItemAlreadyExists`` (the order's key is taken)              409 Conflict
+    ``ConfigurationError``, ``ValidationFailed`` (a bad item)     422 Unprocessable Content
+    ``Throttled``, ``TransactionConflict``, ``ServiceUnavailable``,
+    ``ConnectionFailed``, ``RetriesExhausted``, ``StoreClosed``   503, ``Retry-After: 1``
+    anything else (``TableNotFound``, ``NumberOutOfRange``,
+    ``CounterValueInvalid``: the service is misconfigured)        500
+    ============================================================  ==========================
+
+    5xx details say nothing about the inside; the error is logged instead. In every case no
+    order was stored and no order number was used up (the counter is gapless).
+    """
+    if isinstance(error, ItemAlreadyExists):
+        return HttpError(409, str(error))
+    if isinstance(error, (ConfigurationError, ValidationFailed)):
+        return HttpError(422, str(error))
+    if isinstance(error, _TRY_AGAIN):
+        log.warning("order not created, client told to retry: %r", error)
+        return HttpError(503, "order numbers are busy; try again", {"Retry-After": "1"})
+    log.error("order not created", exc_info=error)
+    return HttpError(500, "orders are unavailable")

@@ -1,0 +1,180 @@
+"""The example services (examples/): FastAPI over ASGI, aiohttp with its test client, on the
+serialized moto server, with their lifespan / cleanup_ctx really run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from aiohttp import test_utils
+from asgi_lifespan import LifespanManager
+from checks import assert_exactly
+
+from aioseq import (
+    ConfigurationError,
+    ConnectionFailed,
+    CounterValueInvalid,
+    DynamoStore,
+    ItemAlreadyExists,
+    NumberOutOfRange,
+    RetriesExhausted,
+    StoreClosed,
+    TableNotFound,
+    Throttled,
+    TransactionConflict,
+    ValidationFailed,
+)
+from aioseq.errors import AioseqError
+from examples.orders import ORDER_ID, http_error
+
+ORDER_ID_PATTERN = re.compile(r"ORD-\d{10}")
+
+
+@pytest.fixture
+async def orders_table(aioseq_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
+    """The environment an example service reads: the endpoint, a fresh table name, and
+    ``AIOSEQ_CREATE_TABLE=1``; the table is deleted afterwards."""
+    table = f"aioseq-test-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", aioseq_endpoint)
+    monkeypatch.setenv("AIOSEQ_TABLE", table)
+    monkeypatch.setenv("AIOSEQ_CREATE_TABLE", "1")
+    yield table
+    async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+        with contextlib.suppress(TableNotFound):  # a test deletes it itself
+            await store.delete_table()
+
+
+async def stored_orders(endpoint: str, table: str) -> dict[int, str]:
+    """The order items in the table: number -> order id."""
+    async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
+        orders: dict[int, str] = {}
+        params = {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :orders AND sk > :counter",
+            "ExpressionAttributeValues": {":orders": {"S": "orders"}, ":counter": {"N": "0"}},
+        }
+        while True:
+            page = await store.call("query", **params)
+            orders.update({int(i["sk"]["N"]): i["order_id"]["S"] for i in page["Items"]})
+            if "LastEvaluatedKey" not in page:
+                return orders
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def check_orders(bodies: list[dict[str, object]], stored: dict[int, str], count: int) -> None:
+    numbers = [int(str(body["number"])) for body in bodies]
+    assert_exactly(numbers, 1, count)  # distinct, and gapless as the gapless counter promises
+    for body in bodies:
+        assert body["order_id"] == ORDER_ID.format(int(str(body["number"])))
+        assert ORDER_ID_PATTERN.fullmatch(str(body["order_id"]))
+    assert stored == {n: ORDER_ID.format(n) for n in numbers}  # each order stored, once
+
+
+@pytest.fixture
+async def fastapi_client(orders_table: str) -> AsyncIterator[httpx.AsyncClient]:
+    from examples.fastapi_app import app
+
+    async with LifespanManager(app) as manager:  # runs the lifespan, as uvicorn would
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://orders") as client:
+            yield client
+
+
+@pytest.mark.slow
+async def test_fastapi_500_concurrent_orders_get_distinct_numbers(
+    fastapi_client: httpx.AsyncClient, aioseq_endpoint: str, orders_table: str
+) -> None:
+    responses = await asyncio.gather(
+        *(
+            fastapi_client.post("/orders", json={"customer": f"c{i}", "total": "12.50"})
+            for i in range(500)
+        )
+    )
+    assert [r.status_code for r in responses] == [201] * 500
+    bodies = [r.json() for r in responses]
+    assert {(b["customer"], b["total"]) for b in bodies} == {(f"c{i}", "12.50") for i in range(500)}
+    check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), 500)
+
+
+async def test_fastapi_bad_input_is_422_and_takes_no_number(
+    fastapi_client: httpx.AsyncClient,
+) -> None:
+    for body in ({"customer": "", "total": "1"}, {"customer": "a", "total": "-1"}, {}):
+        response = await fastapi_client.post("/orders", json=body)
+        assert response.status_code == 422, body
+    response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+    assert response.status_code == 201
+    assert response.json()["number"] == 1
+
+
+async def test_fastapi_maps_aioseq_errors_to_statuses(
+    fastapi_client: httpx.AsyncClient, aioseq_endpoint: str, orders_table: str
+) -> None:
+    # An order item that is already there (imported by hand, say): 409, and the counter
+    # does not move, so the next order still gets number 1... once the item is gone.
+    async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
+        await store.call(
+            "put_item", TableName=orders_table, Item={"pk": {"S": "orders"}, "sk": {"N": "1"}}
+        )
+        response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+        assert response.status_code == 409
+        assert "already exists" in response.json()["detail"]
+        await store.call(
+            "delete_item", TableName=orders_table, Key={"pk": {"S": "orders"}, "sk": {"N": "1"}}
+        )
+        response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+        assert (response.status_code, response.json()["number"]) == (201, 1)
+        # The table deleted under the running service: 500, with nothing inside revealed.
+        await store.delete_table()
+    response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+    assert (response.status_code, response.json()) == (500, {"detail": "orders are unavailable"})
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (ItemAlreadyExists({"pk": "orders", "sk": 1}), 409),
+        (ConfigurationError("bad item"), 422),
+        (ValidationFailed("too big", code="ValidationException"), 422),
+        (Throttled("slow down", code="ThrottlingException"), 503),
+        (TransactionConflict("busy", code="TransactionConflictException"), 503),
+        (ConnectionFailed("reset", code="ConnectionClosedError"), 503),
+        (RetriesExhausted(100, Throttled("slow down")), 503),
+        (StoreClosed("shutting down"), 503),
+        (TableNotFound("no table", code="ResourceNotFoundException"), 500),
+        (NumberOutOfRange(10**10), 500),
+        (CounterValueInvalid("orders", "value", {"S": "x"}), 500),
+    ],
+)
+def test_http_statuses_of_aioseq_errors(error: AioseqError, status: int) -> None:
+    answer = http_error(error)
+    assert answer.status == status
+    assert answer.headers == ({"Retry-After": "1"} if status == 503 else {})
+
+
+@pytest.mark.slow
+async def test_aiohttp_concurrent_orders_get_distinct_numbers(
+    aioseq_endpoint: str, orders_table: str
+) -> None:
+    from examples.aiohttp_app import make_app
+
+    count = 500
+    # TestServer runs the app's startup and cleanup_ctx, and listens on 127.0.0.1.
+    async with test_utils.TestClient(test_utils.TestServer(make_app())) as client:
+        responses = await asyncio.gather(
+            *(
+                client.post("/orders", json={"customer": f"c{i}", "total": "3"})
+                for i in range(count)
+            )
+        )
+        assert [r.status for r in responses] == [201] * count
+        bodies = [await r.json() for r in responses]
+        bad = await client.post("/orders", json={"customer": "a", "total": "-1"})
+        assert bad.status == 422
+        assert (await bad.json())["detail"][0]["loc"] == ["total"]
+    check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), count)
