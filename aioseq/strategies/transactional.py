@@ -187,7 +187,11 @@ class GaplessCounter(Strategy):
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written).
-            RetriesExhausted: lost races or transient errors outlasted the retry policy.
+            RetriesExhausted: lost races or transient errors outlasted the retry policy. If
+                an earlier attempt was applied but its answer was lost (a timeout, a reset),
+                the item may be stored: read it back by its key before putting it again. A
+                resend reuses its ``ClientRequestToken``, so on DynamoDB it returns that
+                attempt's success instead, while the token lasts (10 minutes).
             StoreError, StoreClosed.
         """
         self._make_item(item, 1)  # validate before any request
