@@ -79,6 +79,9 @@ _deserializer = TypeDeserializer()
 
 #: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
 LOCAL_REGION = "us-east-1"
+#: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
+#: accepts only letters and digits in access key ids).
+LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
 
 
 def configured_endpoint(endpoint_url: str | None = None) -> str | None:
@@ -346,9 +349,7 @@ class DynamoStore:
                 region = LOCAL_REGION
             if endpoint is not None and await aws.get_credentials() is None:  # type: ignore[misc]
                 log.info("no AWS credentials found; using dummy ones for %s", endpoint)
-                # DynamoDB Local accepts only letters and digits in access key ids.
-                client_args["aws_access_key_id"] = "aioseqlocal"
-                client_args["aws_secret_access_key"] = "aioseqlocal"
+                client_args.update(LOCAL_CREDENTIALS)
             config = AioConfig(
                 max_pool_connections=max_pool_connections,
                 connect_timeout=connect_timeout_secs,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from aioseq._store import check_count
 from aioseq.config import MAX_DIGITS, MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange
 
@@ -32,12 +33,6 @@ def _check_number(n: object) -> int:
     return n
 
 
-def _check_width(width: object) -> int:
-    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= MAX_DIGITS:
-        raise ConfigurationError(f"width must be an int in 1..{MAX_DIGITS}: {width!r}")
-    return width
-
-
 def zero_pad(n: int, width: int) -> str:
     """``n`` as exactly ``width`` decimal digits with zeros in front: ``zero_pad(42, 6)`` is
     ``"000042"``. This is how :class:`~aioseq.SortKeyCounter` writes string sort keys
@@ -51,7 +46,7 @@ def zero_pad(n: int, width: int) -> str:
         NumberOutOfRange: ``n`` is negative or has more than ``width`` digits.
         ConfigurationError: ``n`` or ``width`` is not a valid ``int``.
     """
-    _check_width(width)
+    check_count(width, "width", maximum=MAX_DIGITS)
     text = str(_check_number(n))
     if n < 0 or len(text) > width:
         raise NumberOutOfRange(n, f"{n} does not fit {width} zero-padded digits")
@@ -91,7 +86,7 @@ class IdFormat:
         if not isinstance(self.prefix, str):
             raise ConfigurationError(f"prefix must be a str, not {type(self.prefix).__name__}")
         if self.width is not None:
-            _check_width(self.width)
+            check_count(self.width, "width", maximum=MAX_DIGITS)
 
     @property
     def max_number(self) -> int:

@@ -47,6 +47,7 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from aioseq import DynamoStore
+from aioseq.testing import serving
 from aioseq.workload import check_numbers, take_numbers
 from benchmarks import variants as variants_module
 from benchmarks._report import header
@@ -68,18 +69,13 @@ def server(kind: str, endpoint_url: str | None = None) -> Iterator[tuple[str, st
     (``kind="dynamodb-local"``, started here; it refuses to run outside a loopback-only network
     namespace: run under ``scripts/in-loopback-netns``). The server is stopped on exit."""
     if endpoint_url:
-        yield endpoint_url, endpoint_url
-        return
-    if kind == "dynamodb-local":
-        from aioseq.testing import DynamoDBLocal
-
-        with DynamoDBLocal() as local:
-            yield local.endpoint_url, f"DynamoDB Local ({_dynamodb_local_release()}, in memory)"
-        return
-    from aioseq.testing import MotoServerProcess
-
-    with MotoServerProcess() as moto:
-        yield moto.endpoint_url, "embedded moto server (serialized, child process)"
+        description = endpoint_url
+    elif kind == "dynamodb-local":
+        description = f"DynamoDB Local ({_dynamodb_local_release()}, in memory)"
+    else:
+        description = "embedded moto server (serialized, child process)"
+    with serving(kind, endpoint_url) as endpoint:
+        yield endpoint, description
 
 
 def _dynamodb_local_release() -> str:

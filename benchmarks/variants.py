@@ -31,8 +31,8 @@ import aioboto3
 import boto3  # type: ignore[import-untyped]
 
 from aioseq import DynamoStore
-from aioseq._store import LOCAL_REGION, parse_counter
-from aioseq.workload import GAPLESS_STRATEGIES, make_taker, stored_numbers
+from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION, parse_counter
+from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
 
 __all__ = [
     "NAMES",
@@ -165,7 +165,7 @@ def _client_arguments(
         "region_name": region_name or LOCAL_REGION,
     }
     if credentials is None:
-        arguments["aws_access_key_id"] = arguments["aws_secret_access_key"] = "aioseqlocal"
+        arguments.update(LOCAL_CREDENTIALS)
     return arguments
 
 
@@ -424,7 +424,7 @@ def select(names: Sequence[str], block_sizes: Sequence[int]) -> list[Variant]:
         else:
             gapless = name != "atomic"  # optimistic: gapless among the numbers handed out
             writes_items = name in GAPLESS_STRATEGIES
-            groups = (False, True) if name != "atomic" else (False,)
+            groups = (False, True) if name in GROUPED_STRATEGIES else (False,)
             variants += [
                 AioseqVariant(
                     f"{name} +group" if group else name,

@@ -22,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from aioseq.testing._server import serving as serving
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
@@ -38,6 +39,7 @@ __all__ = [
     "History",
     "MotoServerProcess",
     "SerializedMotoServer",
+    "serving",
 ]
 
 _MODULES = {
@@ -48,6 +50,7 @@ _MODULES = {
     "History": "aioseq.testing.history",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
+    "serving": "aioseq.testing._server",
 }
 
 

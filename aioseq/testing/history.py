@@ -43,13 +43,12 @@ from typing import Any, TypeVar
 
 from aioseq.config import TableSpec
 from aioseq.testing.fault_proxy import Exchange
+from aioseq.workload import GAPLESS_STRATEGIES
 
 __all__ = ["Call", "History", "Report", "WireWrite"]
 
 T = TypeVar("T")
 
-#: Strategies whose stored items must be numbered without holes.
-GAPLESS = frozenset({"sort-key", "transactional"})
 #: Strategies ordered across processes (the allocator only within one).
 ORDERED_ACROSS_PROCESSES = frozenset({"atomic", "optimistic", "sort-key", "transactional"})
 
@@ -300,7 +299,7 @@ class History:
         gaps: Counter[str] = Counter()
         unacknowledged: Counter[str] = Counter()
         stored_count: int | None = None
-        if base in GAPLESS:
+        if base in GAPLESS_STRATEGIES:
             if stored is None:
                 raise ValueError(f"{base} is gapless: pass the stored item numbers")
             items = set(stored)

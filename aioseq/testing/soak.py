@@ -41,16 +41,17 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from aioseq._store import DynamoStore
 from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
+from aioseq.testing._server import serving
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import GAPLESS, History, Report
-from aioseq.workload import STRATEGIES, make_taker, stored_numbers
+from aioseq.testing.history import History, Report
+from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_numbers
 
 __all__ = ["DEFAULT_STRATEGIES", "Soak", "main", "run_soak"]
 
@@ -183,7 +184,7 @@ async def _run_workers(
 async def _check(store: DynamoStore, history: History, strategy: str) -> Report:
     base = strategy.split("+", 1)[0]
     key = _counter_key(strategy)
-    if base in GAPLESS:
+    if base in GAPLESS_STRATEGIES:
         return history.check(strategy, key, stored=await stored_numbers(store, key))
     top = await make_taker(store, base, key).current()
     return history.check(strategy, key, top=top)
@@ -306,20 +307,6 @@ async def _worker(args: argparse.Namespace) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _server(name: str) -> Iterator[str]:
-    if name == "moto":
-        from aioseq.testing.moto_server import MotoServerProcess
-
-        with MotoServerProcess() as moto:
-            yield moto.endpoint_url
-    else:
-        from aioseq.testing.dynamodb_local import DynamoDBLocal
-
-        with DynamoDBLocal() as local:
-            yield local.endpoint_url
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; see the module doc. Exit status 0 if every guarantee held, else 1."""
     parser = argparse.ArgumentParser(
@@ -374,11 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     try:
-        if args.endpoint_url:
-            results = soak(args.endpoint_url)
-        else:
-            with _server(args.server) as endpoint_url:
-                results = soak(endpoint_url)
+        with serving(args.server, args.endpoint_url) as endpoint_url:
+            results = soak(endpoint_url)
     except ValueError as exc:
         parser.error(str(exc))
     return 0 if all(s.report.ok for s in results) else 1
