@@ -165,8 +165,12 @@ def http_error(error: AioseqError) -> HttpError:
     ``CounterValueInvalid``: the service is misconfigured)        500
     ============================================================  ==========================
 
-    5xx details say nothing about the inside; the error is logged instead. In every case no
-    order was stored and no order number was used up (the counter is gapless).
+    5xx details say nothing about the inside; the error is logged instead. A 409, a 422 or a
+    500 means no order was stored and no order number was used up (the counter is gapless).
+    A 503 after ``RetriesExhausted`` or ``ConnectionFailed`` may follow a transaction that
+    DynamoDB applied but whose answer was lost: the order may be stored under its number
+    (see :meth:`aioseq.GaplessCounter.put`), and a client that posts again creates a second
+    order.
     """
     if isinstance(error, ItemAlreadyExists):
         return HttpError(409, str(error))
