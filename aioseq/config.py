@@ -18,6 +18,11 @@ __all__ = [
     "MAX_PARTITION_KEY_BYTES",
     "MAX_SAFE_INTEGER",
     "MAX_SORT_KEY_BYTES",
+    "RECENT_WRITES",
+    "RESERVED_ATTRIBUTES",
+    "TOKENS_ATTRIBUTE",
+    "TOKEN_ATTRIBUTE",
+    "WRITES_ATTRIBUTE",
     "RetryPolicy",
     "TableSpec",
     "check_attribute_name",
@@ -44,6 +49,25 @@ MAX_SORT_KEY_BYTES = 1024
 MAX_ITEM_BYTES = 400 * 1024
 #: DynamoDB's longest name of a key attribute, in UTF-8 bytes.
 MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
+
+#: The attributes aioseq keeps for itself, so that a lost answer is resolved by checking,
+#: never by guessing (see :mod:`aioseq.strategies._recent_writes`):
+#:
+#: - ``aioseq_token`` (S) on every item the sort-key strategy stores: the idempotency token of
+#:   the ``put`` call that stored it;
+#: - ``aioseq_writes`` (N) on a counter item: how many conditional writes (optimistic and
+#:   gapless strategies) have moved it;
+#: - ``aioseq_tokens`` (L of S) on a counter item: the tokens of its last
+#:   :data:`RECENT_WRITES` conditional writes, write ``w`` (counting from 0) in slot
+#:   ``w % RECENT_WRITES``.
+TOKEN_ATTRIBUTE = "aioseq_token"
+WRITES_ATTRIBUTE = "aioseq_writes"
+TOKENS_ATTRIBUTE = "aioseq_tokens"
+RESERVED_ATTRIBUTES = frozenset({TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE, TOKENS_ATTRIBUTE})
+#: How many conditional writes a counter item remembers the tokens of. A retry whose earlier
+#: attempt's answer was lost can tell its own write from a rival's while fewer than this many
+#: writes followed it. 32 tokens of 16 characters keep a counter item under 1 KB (1 WCU).
+RECENT_WRITES = 32
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 
@@ -113,6 +137,11 @@ class TableSpec:
             check_attribute_name(name)
         if len(set(names)) != len(names):
             raise ConfigurationError(f"attribute names must differ: {names}")
+        reserved = RESERVED_ATTRIBUTES.intersection(names)
+        if reserved:
+            raise ConfigurationError(
+                f"attribute names {sorted(reserved)} are aioseq's own; choose other names"
+            )
         if self.sort_key_type not in ("N", "S"):
             raise ConfigurationError(f"sort_key_type must be 'N' or 'S': {self.sort_key_type!r}")
 

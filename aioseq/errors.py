@@ -137,6 +137,9 @@ class StoreError(AioseqError):
     """
 
     retryable = False
+    #: True when the request may have been applied although it failed (a lost connection, a
+    #: 5xx): a retry must find out whether it was, not assume it.
+    maybe_applied = False
 
     def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
         self.code = code
@@ -218,6 +221,7 @@ class ServiceUnavailable(StoreError):
     may or may not have been applied."""
 
     retryable = True
+    maybe_applied = True
 
 
 class ConnectionFailed(StoreError):
@@ -225,3 +229,4 @@ class ConnectionFailed(StoreError):
     Retryable; the request may or may not have been applied."""
 
     retryable = True
+    maybe_applied = True

@@ -55,8 +55,11 @@ log = logging.getLogger("aioseq")
 E = TypeVar("E")
 
 #: Why reserved numbers were wasted: ``"skipped"`` to keep a ``next_many`` range contiguous,
-#: ``"abandoned"`` unused at close and not given back, ``"out_of_range"`` past 38 digits.
-WasteReason = Literal["skipped", "abandoned", "out_of_range"]
+#: ``"abandoned"`` unused at close and not given back, ``"out_of_range"`` past 38 digits (a block
+#: allocator); ``"unresolved"``: a conditional write whose answer was lost, and whose outcome
+#: could no longer be told when it was resent (more writes followed it than the counter item
+#: remembers), so its numbers may have been taken and not handed out (optimistic, gapless).
+WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved"]
 
 
 @dataclass(frozen=True)
@@ -126,10 +129,11 @@ class RefillEvent:
 
 @dataclass(frozen=True)
 class WasteEvent:
-    """Numbers a block allocator reserved and will never hand out (a gap).
+    """Numbers a counter took and will never hand out (a gap): a block allocator's, or those
+    of an unresolved lost answer (see :data:`WasteReason`).
 
     Attributes:
-        counter_key: the allocator's counter key.
+        counter_key: the counter key.
         numbers: how many.
         reason: see :data:`WasteReason`.
     """

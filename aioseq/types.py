@@ -41,8 +41,15 @@ class CounterStatistics:
         retries: retries by reason (DynamoDB error code, or ``TransactionCanceled:<codes>``).
         conflicts: how many of those retries were lost races (a failed condition on the counter
             item or on the candidate sort key).
+        recovered: numbers of writes whose answer was lost, found applied when resent (their
+            callers got them, once).
+        unresolved: numbers of writes whose answer was lost and whose outcome could not be
+            told any more (see :data:`~aioseq.config.RECENT_WRITES`): possibly taken, never
+            handed out.
     """
 
     numbers: int = 0
     retries: Mapping[str, int] = field(default_factory=dict)
     conflicts: int = 0
+    recovered: int = 0
+    unresolved: int = 0

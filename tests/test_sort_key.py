@@ -56,7 +56,9 @@ async def test_lost_races_are_retried_and_counted(
     aioseq_store: DynamoStore, on_conflict: str
 ) -> None:
     # max_in_flight=None: all 30 queries go out before any put, so most puts lose a race.
-    issues = aioseq_store.sort_key_counter("p", on_conflict=on_conflict, max_in_flight=None)
+    issues = aioseq_store.sort_key_counter(
+        "p", on_conflict=on_conflict, max_in_flight=None, group=False
+    )
     numbers = await asyncio.gather(*(issues.put() for _ in range(30)))
     assert_exactly(numbers, 1, 30)
     assert issues.statistics().conflicts >= 29

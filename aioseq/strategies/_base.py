@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._store import check_count, check_key, number, parse_counter
-from aioseq.config import MAX_NUMBER
+from aioseq.config import MAX_NUMBER, RECENT_WRITES
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -19,6 +20,8 @@ from aioseq.errors import (
     StoreClosed,
     TransactionCanceled,
 )
+from aioseq.observe import WasteEvent, notify
+from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
 from aioseq.types import CounterStatistics
 
 if TYPE_CHECKING:
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+log = logging.getLogger("aioseq")
 
 
 #: Cancellation reason codes worth another attempt of the same transaction.
@@ -99,6 +104,8 @@ class Strategy:
         self._turns = asyncio.Semaphore(max_in_flight) if max_in_flight else None
         self._numbers = 0
         self._retries: Counter[str] = Counter()
+        self._recovered = 0
+        self._unresolved = 0
         # The counter item as last seen (read, written, or returned by a failed condition);
         # _seen_known is False until the first read and after a failure that returned nothing.
         self._seen: dict[str, Any] | None = None
@@ -108,7 +115,13 @@ class Strategy:
         """A frozen snapshot of what this object has done."""
         retries = dict(self._retries)
         conflicts = sum(n for reason, n in retries.items() if _retry.is_conflict_reason(reason))
-        return CounterStatistics(numbers=self._numbers, retries=retries, conflicts=conflicts)
+        return CounterStatistics(
+            numbers=self._numbers,
+            retries=retries,
+            conflicts=conflicts,
+            recovered=self._recovered,
+            unresolved=self._unresolved,
+        )
 
     def __repr__(self) -> str:
         s = self.statistics()
@@ -204,18 +217,18 @@ class Strategy:
         item: dict[str, Any] | None = response.get("Item")
         return item
 
-    async def _last_seen_value(self) -> tuple[int, bool]:
-        """The counter's value as last seen, reading the counter item only when nothing has been
-        seen yet: ``(value, exists)``, ``exists`` False while there is no counter item.
+    async def _last_seen_state(self) -> CounterState:
+        """The counter item as last seen, read only when nothing has been seen yet.
 
         A conditional write on this guess is always safe: if another writer moved the counter,
         the condition fails and its ``ALL_OLD`` item (see :meth:`_saw`) corrects the guess.
+
+        Raises:
+            CounterValueInvalid: the counter item's value is not a whole number.
         """
         if not self._seen_known:
             self._saw(await self._read_counter_item())
-        attribute = self.store.table.value_attribute
-        value = parse_counter(self._seen, self.key, attribute)
-        return value, bool(self._seen)
+        return CounterState.of(self._seen, key=self.key, table=self.store.table)
 
     def _check_number(self, n: int) -> int:
         """``n`` if it is at most :attr:`max_value` (and 38 digits).
@@ -228,38 +241,42 @@ class Strategy:
         number(n)
         return n
 
-    def _counter_write(self, current: int, new: int, *, exists: bool) -> dict[str, Any]:
-        """The condition and placeholders of a write that moves the counter item's value from
-        ``current`` to ``new`` (``:next``): ``#value = :current``, or, while there is no
-        counter item, ``attribute_not_exists(#pk)``, so a new counter item is created
-        race-free (and a counter item that exists without its value attribute is never
-        taken for a new counter). ``ExpressionAttributeNames`` always holds ``#value``: the
-        caller's update expression names it.
+    def _new_write(self, before: CounterState, n: int) -> CounterWrite:
+        """A conditional write that takes the ``n`` numbers after ``before``, with a fresh token.
 
         Raises:
-            NumberOutOfRange: ``new`` passes :attr:`max_value` (or 38 digits).
+            NumberOutOfRange: they pass :attr:`max_value` (or 38 digits).
         """
-        values: dict[str, Any] = {":next": number(self._check_number(new))}
-        names = {"#value": self.store.table.value_attribute}
-        if exists:
-            condition = "#value = :current"
-            values[":current"] = number(current)
-        else:
-            condition = "attribute_not_exists(#pk)"
-            names["#pk"] = self.store.table.partition_key
-        return {
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        return CounterWrite(before, self._check_number(before.value + n), new_token())
 
     def _saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""
         self._seen, self._seen_known = item, known
 
-    def _saw_value(self, value: int) -> None:
-        """Remember that our own write set the counter to ``value``."""
-        self._saw({self.store.table.value_attribute: {"N": str(value)}})
+    def _was_applied(self, write: CounterWrite, found: dict[str, Any] | None) -> bool:
+        """Whether ``write``, resent after an answer that may have been lost, had been applied
+        after all, judged from the counter item ``found`` by its failed condition (``ALL_OLD``);
+        see :mod:`aioseq.strategies._recent_writes`. When that can no longer be told, its
+        numbers are counted as unresolved (statistics, a warning, the observer's ``on_waste``)
+        and False is returned: numbers possibly lost, never numbers handed out twice."""
+        applied = write.applied_in(found, key=self.key, table=self.store.table)
+        if applied:
+            self._recovered += len(write.numbers)
+            return True
+        if applied is None:
+            lost = len(write.numbers)
+            self._unresolved += lost
+            log.warning(
+                "counter %r: a write of %d numbers whose answer was lost could not be"
+                " resolved (more than %d writes followed it); they may be lost",
+                self.key,
+                lost,
+                RECENT_WRITES,
+            )
+            if self.store.observer is not None:
+                event = WasteEvent(self.key, lost, "unresolved")
+                notify(self.store.observer.on_waste, event)
+        return False
 
     async def current(self) -> int:
         """The counter item's value now: the last number handed out (0 if none yet).

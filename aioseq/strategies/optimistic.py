@@ -8,8 +8,9 @@ from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
 from aioseq._store import check_count
 from aioseq.config import MAX_NUMBER
-from aioseq.errors import ConditionFailed, ConfigurationError
+from aioseq.errors import ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
+from aioseq.strategies._recent_writes import CounterWrite
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -25,10 +26,12 @@ class OptimisticCounter(Strategy):
     the DynamoCounter write-up, and the ``NextId`` table of the StackOverflow answer it cites).
 
     The first call reads the counter item (``GetItem``, strongly consistent); every call then
-    sends, with ``c`` the value last seen::
+    sends, with ``c`` the value and ``w`` the write count last seen::
 
-        write="update":  UpdateItem SET #value = :next   IF #value = :current
-        write="put":     PutItem    {pk, sk, value: next} IF #value = :current
+        write="update":  UpdateItem SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
+                                    IF #value = :current AND #writes = :w
+        write="put":     PutItem    {pk, sk, value: next, aioseq_writes, aioseq_tokens}
+                                    IF #value = :current AND #writes = :w
 
     (``IF attribute_not_exists(#pk)`` while the counter item does not exist yet, so its
     creation is race-free too). A lost race fails the condition; the request asks for
@@ -38,33 +41,43 @@ class OptimisticCounter(Strategy):
     write, never a wrong number. Lost races are retried with jittered backoff, up to the
     store's :class:`~aioseq.config.RetryPolicy`.
 
+    **Lost answers.** Each write carries a fresh idempotency token and records it in the
+    counter item's ring of its last 32 writes (``aioseq_tokens``; see
+    :mod:`aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
+    a 5xx) is resent as it is; if the resend fails its condition, the counter item it returns
+    says whether the first attempt was applied: then its numbers are handed out, not skipped.
+    Only when 32 or more writes followed it before the resend can this not be told: its numbers
+    are then counted as ``unresolved`` (statistics, a warning, the observer's ``on_waste``) and
+    new ones taken, so the worst case is a hole, never a duplicate.
+
     The ``put`` form replaces the whole counter item (other attributes on it are dropped), as in
-    the seed articles; ``update`` touches only the value.
+    the seed articles; ``update`` touches only the value, the write count and the ring.
 
     Guarantees:
         - unique: always (a number is handed out only when its conditional write succeeded).
         - gapless: yes among numbers handed out; a caller that crashes, or is cancelled, after
           its write and before using the number leaves a hole in whatever it meant to store.
-          A write that was applied but whose answer was lost (timeout, reset, 5xx) skips its
-          numbers: the retry sees the counter moved, and cannot tell its own write from a
-          rival's.
+          A write that was applied but whose answer was lost (timeout, reset, 5xx) hands its
+          numbers out when resent (see above), unless 32 writes followed it first.
         - ordered: like the atomic counter, across processes.
         - crash: costs at most the numbers of calls in flight; a crash before the write costs
           nothing.
 
-    Cost: 1 conditional write (1 WCU) per call without contention, plus 1 ``GetItem`` (1 RCU)
-    on the first call; each lost race adds one write. Under contention only one writer per
-    round trip wins, so throughput falls as concurrent writers on one key grow: prefer the
-    atomic counter for raw numbers.
+    Cost: 1 conditional write (1 WCU: the counter item with its ring stays under 1 KB) per
+    call without contention, plus 1 ``GetItem`` (1 RCU) on the first call; each lost race adds
+    one write. Grouped (the default), one write serves every caller waiting. Across processes
+    only one writer per round trip wins, so throughput falls as concurrent writers on one key
+    grow: prefer the atomic counter for raw numbers.
 
     Parameters:
         store, key, max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
         write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
         max_value: the highest number handed out (see
             :class:`~aioseq.strategies._base.Strategy`).
-        group: coalesce concurrent calls: the k numbers the waiting callers want come from one
-            read-free conditional write of ``current + k``, handed out in arrival order. The
-            guarantees stay the same; one round trip serves every caller waiting.
+        group: coalesce concurrent calls (on by default): the k numbers the waiting callers
+            want come from one read-free conditional write of ``current + k``, handed out in
+            arrival order. The guarantees stay the same; one round trip serves every caller
+            waiting, and a lone caller is not delayed. ``False``: one write per call.
         batch_window_secs: how long a group waits for company first (0: never).
 
     Raises:
@@ -79,7 +92,7 @@ class OptimisticCounter(Strategy):
         write: WriteForm = "update",
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = False,
+        group: bool = True,
         batch_window_secs: float = 0.0,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
@@ -115,54 +128,62 @@ class OptimisticCounter(Strategy):
 
     async def _commit(self, takes: list[Waiter[int, range]]) -> None:
         """One conditional write of ``current + k`` for the k numbers the waiting callers want
-        in all, retried; then each gets its range, in order."""
+        in all, retried; then each gets its range, in order.
+
+        A write is resent as it is (same condition, same token) until its outcome is known:
+        after an error that may hide its success, a failed condition is judged by the token
+        ring on the counter item (:meth:`_was_applied`), so a write whose answer was lost hands
+        its numbers out instead of skipping them."""
+        table = self.store.table
+        pending: CounterWrite | None = None  # the write in flight, until its outcome is known
+        group: list[Waiter[int, range]] = []  # the callers it serves, in order
+        maybe_applied = False  # an attempt of it failed in a way that may hide its success
 
         async def attempt() -> None:
-            waiting = [take for take in takes if take.waiting]
-            if not waiting:
-                return
-            current, exists = await self._last_seen_value()
-            new = current + sum(take.request for take in waiting)
+            nonlocal pending, group, maybe_applied
+            if pending is None or not any(take.waiting for take in group):
+                group = [take for take in takes if take.waiting]
+                if not group:
+                    return
+                before = await self._last_seen_state()
+                pending = self._new_write(before, sum(take.request for take in group))
+                maybe_applied = False
+            write = pending
             try:
-                await self._write(current, new, exists=exists)
+                await self._write(write)
             except ConditionFailed as exc:
-                self._saw(exc.item, known=exc.item is not None)
+                if not (maybe_applied and self._was_applied(write, exc.item)):
+                    pending = None
+                    self._saw(exc.item, known=exc.item is not None)
+                    raise
+                self._saw(exc.item)
+            except StoreError as exc:
+                maybe_applied = maybe_applied or exc.maybe_applied
                 raise
-            self._saw_value(new)
-            self._numbers += new - current
-            start = current + 1
-            for take in waiting:
+            else:
+                self._saw(write.after(table))
+            pending = None
+            self._numbers += len(write.numbers)
+            start = write.numbers.start
+            for take in group:
                 if take.waiting:  # a caller cancelled during the write loses its numbers
                     take.future.set_result(range(start, start + take.request))
                 start += take.request
 
         await self._retry(attempt, retry_if=lambda e: is_transient(e) or is_conflict(e))
 
-    async def _write(self, current: int, new: int, *, exists: bool) -> None:
+    async def _write(self, write: CounterWrite) -> None:
+        """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""
         table = self.store.table
-        write = self._counter_write(current, new, exists=exists)
-        values = write.pop("ExpressionAttributeValues")
+        key = self.store.counter_item_key(self.key)
         common: dict[str, Any] = {
             "TableName": table.name,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **write,
         }
-        key = self.store.counter_item_key(self.key)
         if self.write == "update":
-            await self.store.call(
-                "update_item",
-                Key=key,
-                UpdateExpression="SET #value = :next",
-                ExpressionAttributeValues=values,
-                **common,
-            )
-        else:
-            item = {**key, table.value_attribute: values.pop(":next")}
-            if not exists:  # the condition names only #pk, and a put has no update expression
-                del common["ExpressionAttributeNames"]["#value"]
-            await self.store.call(
-                "put_item",
-                Item=item,
-                **({"ExpressionAttributeValues": values} if values else {}),
-                **common,
-            )
+            await self.store.call("update_item", Key=key, **write.update(table), **common)
+            return
+        condition = write.condition(table)
+        if not condition["ExpressionAttributeValues"]:  # a put has no update expression
+            del condition["ExpressionAttributeValues"]
+        await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)

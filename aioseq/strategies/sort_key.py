@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Literal
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aioseq._coalesce import Coalescer, Waiter
 from aioseq._retry import is_transient
 from aioseq._store import Item, check_count, check_item_size, item_size, number, serialize
-from aioseq.config import MAX_DIGITS, MAX_NUMBER
+from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -24,6 +23,7 @@ from aioseq.strategies._base import (
     is_conflict,
     is_retryable_cancellation,
 )
+from aioseq.strategies._recent_writes import new_token
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -57,8 +57,21 @@ class SortKeyCounter(Strategy):
     digits on a table with ``sort_key_type="S"`` (string sort keys compare character by
     character, so ``"10" < "9"`` unless padded: AWS's Chinese edition of the post above).
 
+    **Exactly once.** Every put carries an idempotency token, stored in its item as
+    ``aioseq_token`` (S; :data:`~aioseq.config.TOKEN_ATTRIBUTE`, so ``attributes`` may not use
+    that name), and every conditional put asks for ``ReturnValuesOnConditionCheckFailure=
+    ALL_OLD``. A write whose answer was lost (a timeout, a reset, a 5xx) is resent as it is
+    (same numbers, items and tokens; a group's transaction also with the same
+    ``ClientRequestToken``). If the resend fails its condition, the item that holds the number
+    comes back with the failure: if it carries this put's token, the earlier attempt was
+    applied and its number is returned; otherwise another writer took the number and the put
+    moves on. An item is never stored under two numbers.
+
     Guarantees:
         - unique: always (the put is conditional on the key being free).
+        - exactly once: each ``put`` that returns stored its item once, under the number it
+          returned; one that raises ``RetriesExhausted`` after a lost answer may have stored
+          it (look for its ``aioseq_token``).
         - gapless: yes, while items are never deleted from the collection (deleting the highest
           item makes its number be used again).
         - ordered: numbers follow the order in which the puts succeed, across processes.
@@ -66,7 +79,9 @@ class SortKeyCounter(Strategy):
 
     Cost: 1 ``Query`` (0.5 RCU eventually consistent, 1 RCU strongly) + 1 ``PutItem`` (1 WCU per
     KB of item) per number without contention; each lost race adds a put (and, with
-    ``requery``, a query). Throughput falls as concurrent writers to one collection grow.
+    ``requery``, a query). Grouped (the default), k waiting puts take one query and one
+    transaction of k puts (2 WCU per KB of each item). Ungrouped, throughput falls as
+    concurrent writers to one collection grow.
 
     Parameters:
         store: the store; its table needs a sort key.
@@ -76,10 +91,11 @@ class SortKeyCounter(Strategy):
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
         max_value: the highest number used (see :class:`~aioseq.strategies._base.Strategy`).
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
-        group: coalesce concurrent puts: the waiting items (up to ``max_group_size`` <= 100
-            and ~4 MB) are numbered after one query and written by one ``TransactWriteItems``
-            of conditional puts, all or nothing, so the collection stays gapless (a group that
-            loses a race always queries again). A lone caller is not delayed.
+        group: coalesce concurrent puts (on by default; ``False``: one put per call): the
+            waiting items (up to ``max_group_size`` <= 100 and ~4 MB) are numbered after one
+            query and written by one ``TransactWriteItems`` of conditional puts, all or
+            nothing, so the collection stays gapless (a group that loses a race always queries
+            again). A lone caller is not delayed.
         max_group_size: the most items per group (1..100).
         batch_window_secs: how long a group waits for company first (0: never).
 
@@ -98,7 +114,7 @@ class SortKeyCounter(Strategy):
         zero_pad: int | None = None,
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = False,
+        group: bool = True,
         max_group_size: int = MAX_GROUP_SIZE,
         batch_window_secs: float = 0.0,
     ) -> None:
@@ -199,6 +215,12 @@ class SortKeyCounter(Strategy):
         clash = {table.partition_key, self.sort_key} & set(extra)
         if clash:
             raise ConfigurationError(f"attributes must not set the key attributes {sorted(clash)}")
+        if TOKEN_ATTRIBUTE in extra:
+            raise ConfigurationError(
+                f"attributes must not set {TOKEN_ATTRIBUTE!r}: aioseq stores the put's"
+                " idempotency token there"
+            )
+        extra[TOKEN_ATTRIBUTE] = {"S": new_token()}
         check_item_size(
             {table.partition_key: {"S": self.key}, self.sort_key: number(MAX_NUMBER), **extra}
         )
@@ -209,39 +231,46 @@ class SortKeyCounter(Strategy):
         """Store the waiting puts' items under the next numbers: one conditional ``PutItem``
         for one, one ``TransactWriteItems`` of conditional puts for several (all or nothing,
         so the collection stays gapless), retried on lost races. Puts cut off by the size
-        limits stay waiting."""
+        limits stay waiting.
+
+        A write is resent as it is (same numbers, same items, same tokens) until its outcome
+        is known. A failed condition returns the item that holds the number (``ALL_OLD``): if
+        it carries a put's own token, an earlier attempt was applied and its answer lost, and
+        the numbers are handed out; otherwise the number was taken by another writer."""
         table = self.store.table
         highest: int | None = None  # the collection's highest number, as last seen
-        # The last transaction sent and its ClientRequestToken: resent as is after an error
-        # that may hide its success, so that DynamoDB does not apply it twice.
-        sent: tuple[list[dict[str, Any]], str] | None = None
+        # The write in flight: its callers, their items, its first number and its token.
+        pending: tuple[list[Waiter[Item, int]], list[Item], int, str] | None = None
 
         async def attempt() -> None:
-            nonlocal highest, sent
-            group: list[Waiter[Item, int]] = []
-            size = 0
-            for put in puts:
-                if put.waiting and len(group) < MAX_GROUP_SIZE:
-                    size += item_size(put.request)
-                    if group and size > MAX_TRANSACTION_BYTES:
-                        break
-                    group.append(put)
-            if not group:
-                return
-            if highest is None:
-                highest = await self._query_max()
-            first = highest + 1
-            items = [
-                {
-                    table.partition_key: {"S": self.key},
-                    self.sort_key: self.format_sort_key(first + i),
-                    **put.request,
-                }
-                for i, put in enumerate(group)
-            ]
+            nonlocal highest, pending
+            if pending is None or not any(put.waiting for put in pending[0]):
+                group: list[Waiter[Item, int]] = []
+                size = 0
+                for put in puts:
+                    if put.waiting and len(group) < MAX_GROUP_SIZE:
+                        size += item_size(put.request)
+                        if group and size > MAX_TRANSACTION_BYTES:
+                            break
+                        group.append(put)
+                if not group:
+                    return
+                if highest is None:
+                    highest = await self._query_max()
+                items = [
+                    {
+                        table.partition_key: {"S": self.key},
+                        self.sort_key: self.format_sort_key(highest + 1 + i),
+                        **put.request,
+                    }
+                    for i, put in enumerate(group)
+                ]
+                pending = (group, items, highest + 1, new_token())
+            group, items, first, token = pending
             condition = {
                 "ConditionExpression": "attribute_not_exists(#pk)",
                 "ExpressionAttributeNames": {"#pk": table.partition_key},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
             try:
                 if len(items) == 1:
@@ -253,18 +282,19 @@ class SortKeyCounter(Strategy):
                         {"Put": {"TableName": table.name, "Item": item, **condition}}
                         for item in items
                     ]
-                    if sent is None or sent[0] != actions:
-                        sent = (actions, str(uuid.uuid4()))
                     await self.store.call(
-                        "transact_write_items", ClientRequestToken=sent[1], TransactItems=actions
+                        "transact_write_items", ClientRequestToken=token, TransactItems=actions
                     )
             except (ConditionFailed, TransactionCanceled) as exc:
-                sent = None  # nothing was written
-                if is_conflict(exc):
-                    single = len(items) == 1 and self.on_conflict == "increment"
-                    highest = highest + 1 if single else None
-                raise
-            highest += len(group)
+                if not _stored_already(exc, items):
+                    pending = None  # nothing was written
+                    if is_conflict(exc):
+                        single = len(items) == 1 and self.on_conflict == "increment"
+                        highest = first if single else None
+                    raise
+                self._recovered += len(items)
+            pending = None
+            highest = first + len(group) - 1
             self._numbers += len(group)
             for n, put in enumerate(group, start=first):
                 if put.waiting:  # a caller cancelled during the write: its item is stored
@@ -278,3 +308,17 @@ class SortKeyCounter(Strategy):
             # +1 needs no fresh read, so no reason to wait; a requery should wait, then read.
             at_once=lambda e: self.on_conflict == "increment" and isinstance(e, ConditionFailed),
         )
+
+
+def _stored_already(exc: ConditionFailed | TransactionCanceled, items: list[Item]) -> bool:
+    """Whether the failed write's items were stored by an earlier attempt of the same write:
+    the item that fails a put's condition (``ALL_OLD``) carries that put's own token. A
+    transaction is all or nothing, so one such put means all of them."""
+    if isinstance(exc, ConditionFailed):
+        found = [exc.item]
+    else:
+        found = [reason.get("Item") for reason in exc.cancellation_reasons]
+    return any(
+        item is not None and item.get(TOKEN_ATTRIBUTE) == mine[TOKEN_ATTRIBUTE]
+        for item, mine in zip(found, items, strict=False)
+    )

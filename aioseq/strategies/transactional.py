@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -20,6 +19,7 @@ from aioseq.config import (
 from aioseq.errors import (
     ConfigurationError,
     ItemAlreadyExists,
+    StoreError,
     TransactionCanceled,
     ValidationFailed,
 )
@@ -28,6 +28,7 @@ from aioseq.strategies._base import (
     Strategy,
     is_retryable_cancellation,
 )
+from aioseq.strategies._recent_writes import CounterWrite
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -51,8 +52,9 @@ class GaplessCounter(Strategy):
     item (on the first call; later calls start from the value they last saw, which the
     condition checks), then one ``TransactWriteItems`` with::
 
-        Update  counter item   SET #value = :next     IF #value = :current
-                                (IF attribute_not_exists(#value) for a new counter)
+        Update  counter item   SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
+                               IF #value = :current AND #writes = :w
+                               (IF attribute_not_exists(#pk) for a new counter)
         Put     the item       IF attribute_not_exists(#pk)
 
     The transaction's ``CancellationReasons`` say what failed:
@@ -63,22 +65,35 @@ class GaplessCounter(Strategy):
       (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and the transaction is tried again with
       it, no second read;
     - ``TransactionConflict``, throttling, 5xx, a lost connection: the same transaction is
-      sent again after a jittered backoff, with the same ``ClientRequestToken``, so a
-      transaction that was applied but whose answer was lost is not applied twice (DynamoDB
-      keeps tokens for 10 minutes). A new counter value gets a new token.
+      sent again after a jittered backoff, with the same ``ClientRequestToken``. A new counter
+      value gets a new token.
 
     All retries are bounded by the store's :class:`~aioseq.config.RetryPolicy`.
 
-    **Group commit** (``group=True``): concurrent ``put`` calls on this object are gathered
-    into one transaction, ``SET #value = :current + k`` plus k conditional puts numbered
-    ``current + 1 .. current + k`` in arrival order (at most ``max_group_size`` <= 99 items and
-    ~4 MB, with at most one transaction in flight). A lone caller does not wait for company
-    (unless ``batch_window_secs`` asks it to); callers who arrive while a group commits form the
-    next group. An item that exists or is invalid fails alone, from ``CancellationReasons``, and
-    the rest of its group is committed again without it, still gapless. A caller cancelled
-    before its group commits drops out without a gap; one cancelled during the commit has its
-    item stored with its number. This keeps every guarantee below and turns k round trips
-    into one: throughput grows with concurrency instead of collapsing.
+    **Lost answers** are resolved twice over. DynamoDB answers a resent transaction whose
+    ``ClientRequestToken`` it has seen in the last 10 minutes with the first attempt's success,
+    applying nothing again ("TransactWriteItems", idempotency). Past those 10 minutes (aioseq's
+    own resends stop after ``RetryPolicy.max_delay_secs``, 60 s by default, so only a policy
+    set above 600 s gets there), or on a server that ignores the token (moto), the resend is
+    canceled on the counter's condition, and the counter item it returns (``ALL_OLD``) holds
+    the token in its ring of the last 32 writes (see :mod:`aioseq.strategies._recent_writes`):
+    the transaction is then known to be applied and its numbers are handed out. The same token
+    serves as ``ClientRequestToken`` and in the ring. If 32 or more transactions followed it
+    before the resend (possible only past the token's 10 minutes, or on such a server), the
+    outcome cannot be told: the put is tried again under a new number and the old numbers are
+    counted as ``unresolved``; the item may then be stored twice.
+
+    **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
+    this object are gathered into one transaction, ``SET #value = :current + k`` plus k
+    conditional puts numbered ``current + 1 .. current + k`` in arrival order (at most
+    ``max_group_size`` <= 99 items and ~4 MB, with at most one transaction in flight). A lone
+    caller does not wait for company (unless ``batch_window_secs`` asks it to); callers who
+    arrive while a group commits form the next group. An item that exists or is invalid fails
+    alone, from ``CancellationReasons``, and the rest of its group is committed again without
+    it, still gapless. A caller cancelled before its group commits drops out without a gap; one
+    cancelled during the commit has its item stored with its number. This keeps every guarantee
+    below and turns k round trips into one: throughput grows with concurrency instead of
+    collapsing.
 
     Guarantees:
         - unique: always.
@@ -87,9 +102,10 @@ class GaplessCounter(Strategy):
         - crash: costs nothing; an unfinished transaction writes nothing.
 
     Cost per item without contention: a transaction of 2 writes, which DynamoDB bills twice
-    (2 WCU each per KB: 4 WCU), plus 1 ``GetItem`` (1 RCU) on the first call. Every lost race
-    adds a transaction.
-    Throughput falls as concurrent writers on one counter grow (one winner per round trip).
+    (2 WCU each per KB: 4 WCU), plus 1 ``GetItem`` (1 RCU) on the first call; a group of k
+    items is one transaction of k + 1 writes (2k + 2 WCU). Every lost race adds a transaction.
+    Ungrouped, throughput falls as concurrent writers on one counter grow (one winner per
+    round trip); grouped, it grows with them.
 
     Parameters:
         store: the store; the counter item lives in its table.
@@ -120,7 +136,7 @@ class GaplessCounter(Strategy):
         number_attribute: str = "number",
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = False,
+        group: bool = True,
         max_group_size: int = MAX_GROUP_SIZE,
         batch_window_secs: float = 0.0,
     ) -> None:
@@ -188,10 +204,10 @@ class GaplessCounter(Strategy):
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written).
             RetriesExhausted: lost races or transient errors outlasted the retry policy. If
-                an earlier attempt was applied but its answer was lost (a timeout, a reset),
-                the item may be stored: read it back by its key before putting it again. A
-                resend reuses its ``ClientRequestToken``, so on DynamoDB it returns that
-                attempt's success instead, while the token lasts (10 minutes).
+                an earlier attempt was applied but its answer was lost (a timeout, a reset)
+                and no resend got through before the policy ran out, the item may be stored:
+                read it back by its key before putting it again. (A resend that gets through
+                finds out, by ``ClientRequestToken`` or by the counter's token ring.)
             StoreError, StoreClosed.
         """
         self._make_item(item, 1)  # validate before any request
@@ -209,60 +225,77 @@ class GaplessCounter(Strategy):
         the same ``ClientRequestToken``. Puts cut off by the limits stay waiting.
         """
         table = self.store.table
-        request: dict[str, Any] | None = None
+        # The transaction in flight and its counter write, until its outcome is known.
+        sent: tuple[dict[str, Any], CounterWrite] | None = None
+        maybe_applied = False  # an attempt of it failed in a way that may hide its success
         group: list[Put] = []
         items: list[dict[str, Any]] = []
-        first = 0
 
         async def attempt() -> None:
-            nonlocal request, group, items, first
+            nonlocal sent, maybe_applied, group, items
             while True:
-                if request is None:
-                    current, exists = await self._last_seen_value()
-                    group, items = self._fill_group(puts, current)
+                if sent is None:
+                    before = await self._last_seen_state()
+                    group, items = self._fill_group(puts, before.value)
                     if not group:
                         return
-                    first = current + 1
-                    request = {
-                        "ClientRequestToken": str(uuid.uuid4()),
-                        "TransactItems": [
-                            {
-                                "Update": {
-                                    "TableName": table.name,
-                                    "Key": self.store.counter_item_key(self.key),
-                                    "UpdateExpression": "SET #value = :next",
-                                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                                    **self._counter_write(
-                                        current, current + len(group), exists=exists
-                                    ),
-                                }
-                            },
-                            *(
+                    write = self._new_write(before, len(group))
+                    maybe_applied = False
+                    sent = (
+                        {
+                            "ClientRequestToken": write.token,
+                            "TransactItems": [
                                 {
-                                    "Put": {
-                                        "TableName": self.item_table,
-                                        "Item": item,
-                                        "ConditionExpression": "attribute_not_exists(#pk)",
-                                        "ExpressionAttributeNames": {
-                                            "#pk": self.item_partition_key
-                                        },
+                                    "Update": {
+                                        "TableName": table.name,
+                                        "Key": self.store.counter_item_key(self.key),
+                                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                                        **write.update(table),
                                     }
-                                }
-                                for item in items
-                            ),
-                        ],
-                    }
+                                },
+                                *(
+                                    {
+                                        "Put": {
+                                            "TableName": self.item_table,
+                                            "Item": item,
+                                            "ConditionExpression": "attribute_not_exists(#pk)",
+                                            "ExpressionAttributeNames": {
+                                                "#pk": self.item_partition_key
+                                            },
+                                        }
+                                    }
+                                    for item in items
+                                ),
+                            ],
+                        },
+                        write,
+                    )
+                request, write = sent
                 try:
                     await self.store.call("transact_write_items", **request)
                 except TransactionCanceled as exc:
-                    request = None  # nothing was written: the next request is built afresh
-                    if not self._fail_alone(exc, group, items):
-                        raise
-                    continue
-                request = None
-                self._saw_value(first + len(group) - 1)
+                    # A server that ignores ClientRequestToken (moto), or a resend after the
+                    # token's 10 minutes, cancels a resend of an applied transaction on the
+                    # counter's condition: its token ring tells.
+                    found = exc.cancellation_reasons[0].get("Item") if exc.codes else None
+                    if not (
+                        maybe_applied
+                        and exc.codes[:1] == ["ConditionalCheckFailed"]
+                        and self._was_applied(write, found)
+                    ):
+                        sent = None  # nothing was written: the next request is built afresh
+                        if not self._fail_alone(exc, group, items):
+                            raise
+                        continue
+                    self._saw(found)
+                except StoreError as exc:
+                    maybe_applied = maybe_applied or exc.maybe_applied
+                    raise
+                else:
+                    self._saw(write.after(table))
+                sent = None
                 self._numbers += len(group)
-                for number, put in enumerate(group, start=first):
+                for number, put in zip(write.numbers, group, strict=True):
                     if put.waiting:  # a caller cancelled during the commit: its item is stored
                         put.future.set_result(number)
                 return

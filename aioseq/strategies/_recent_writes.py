@@ -1,0 +1,198 @@
+"""Exactly once for the conditional writes of a counter item: each write leaves its token.
+
+The optimistic and gapless strategies move a counter item with a conditional write::
+
+    SET #value = :next   IF #value = :current
+
+When such a write is applied and its answer is lost (a read timeout, a reset connection, a 5xx
+sent after the write), its sender cannot know whether it took the numbers. It resends the same
+write; if the counter moved, the resend fails its condition, and the counter may have moved by
+the first attempt or by a rival. Guessing either way is wrong: "a rival" loses numbers (a hole
+in a gapless sequence), "mine" hands out numbers twice.
+
+So each write carries a fresh idempotency token (as Stripe's API keys its requests, and as
+DynamoDB's own ``ClientRequestToken`` makes a transaction idempotent) and records it on the
+counter item in the same write, in a ring of the last :data:`~aioseq.config.RECENT_WRITES`::
+
+    SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
+    IF  #value = :current AND #writes = :w
+
+(the whole list on the first write). The resend asks for
+``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so its failure returns the counter item with
+no second read: the write was applied if and only if slot ``w % 32`` holds its token. That is
+decisive while fewer than 32 writes followed it (``aioseq_writes - w <= 32``); beyond that the
+token has been overwritten and :meth:`CounterWrite.applied_in` says it cannot tell (``None``),
+which the strategies count as numbers that may be lost, never as numbers to hand out.
+
+The ring costs nothing extra per write: the tokens ride in the write that moves the counter,
+and 32 tokens of 16 characters keep the counter item under 1 KB (1 WCU per write; 2 in a
+transaction).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aioseq._store import AttributeValue, Item, number, parse_counter
+from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
+
+__all__ = ["CounterState", "CounterWrite", "new_token"]
+
+#: An empty slot of the ring (DynamoDB accepts empty strings outside keys).
+_EMPTY = ""
+
+
+def new_token() -> str:
+    """A fresh idempotency token: 16 URL-safe characters (96 random bits)."""
+    return secrets.token_urlsafe(12)
+
+
+@dataclass(frozen=True)
+class CounterState:
+    """A counter item as last seen.
+
+    Attributes:
+        value: the counter's value (0 when there is no counter item).
+        exists: whether the counter item exists.
+        writes: its ``aioseq_writes``, or ``None`` when it has none (a counter item made by
+            the atomic counter, or by aioseq before 0.2).
+        tokens: its ring of :data:`~aioseq.config.RECENT_WRITES` tokens, or ``None`` when it
+            has none of that length.
+    """
+
+    value: int = 0
+    exists: bool = False
+    writes: int | None = None
+    tokens: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls, item: Mapping[str, AttributeValue] | None, *, key: str, table: TableSpec
+    ) -> CounterState:
+        """Read a counter item (AttributeValues, or ``None`` when it does not exist).
+
+        Raises:
+            CounterValueInvalid: its value, or its ``aioseq_writes``, is not a whole number
+                from 0 to ``10**38 - 1``.
+        """
+        value = parse_counter(item, key, table.value_attribute)
+        if not item:
+            return cls()
+        writes = None
+        if WRITES_ATTRIBUTE in item:
+            writes = parse_counter(item, key, WRITES_ATTRIBUTE)
+        ring = item.get(TOKENS_ATTRIBUTE, {}).get("L")
+        tokens = None
+        if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
+            tokens = tuple(str(t["S"]) for t in ring)
+        return cls(value, True, writes, tokens)
+
+
+@dataclass(frozen=True)
+class CounterWrite:
+    """One conditional write that moves a counter item from ``before`` to value ``new`` and
+    records ``token`` in its ring of recent writes.
+
+    Attributes:
+        before: the counter item the write expects (its condition).
+        new: the counter's value after the write.
+        token: the write's idempotency token (:func:`new_token`).
+    """
+
+    before: CounterState
+    new: int
+    token: str
+
+    @property
+    def numbers(self) -> range:
+        """The numbers the write takes: ``before.value + 1 .. new``."""
+        return range(self.before.value + 1, self.new + 1)
+
+    @property
+    def slot(self) -> int:
+        """The ring slot this write's token goes to."""
+        return (self.before.writes or 0) % RECENT_WRITES
+
+    def _ring(self) -> AttributeValue:
+        tokens = list(self.before.tokens or [_EMPTY] * RECENT_WRITES)
+        tokens[self.slot] = self.token
+        return {"L": [{"S": t} for t in tokens]}
+
+    def condition(self, table: TableSpec) -> dict[str, Any]:
+        """``ConditionExpression`` with its names and values: the counter item is exactly as
+        ``before`` (``attribute_not_exists(#pk)`` when it did not exist)."""
+        before = self.before
+        if not before.exists:
+            return {
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": table.partition_key},
+                "ExpressionAttributeValues": {},
+            }
+        names = {"#value": table.value_attribute, "#writes": WRITES_ATTRIBUTE}
+        values = {":current": number(before.value)}
+        if before.writes is None:
+            condition = "#value = :current AND attribute_not_exists(#writes)"
+        else:
+            condition = "#value = :current AND #writes = :writes"
+            values[":writes"] = number(before.writes)
+        return {
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def update(self, table: TableSpec) -> dict[str, Any]:
+        """The parameters of an ``UpdateItem`` (or a transaction's ``Update``) that makes this
+        write: ``UpdateExpression``, ``ConditionExpression`` and their names and values."""
+        request = self.condition(table)
+        names = request["ExpressionAttributeNames"]
+        values = request["ExpressionAttributeValues"]
+        names["#value"] = table.value_attribute
+        names["#writes"] = WRITES_ATTRIBUTE
+        names["#tokens"] = TOKENS_ATTRIBUTE
+        values[":next"] = number(self.new)
+        values[":writes_after"] = number((self.before.writes or 0) + 1)
+        if self.before.tokens is None:
+            ring = "#tokens = :tokens"
+            values[":tokens"] = self._ring()
+        else:
+            ring = f"#tokens[{self.slot}] = :token"
+            values[":token"] = {"S": self.token}
+        request["UpdateExpression"] = f"SET #value = :next, #writes = :writes_after, {ring}"
+        return request
+
+    def after(self, table: TableSpec) -> Item:
+        """The counter item's value, writes and ring after this write (a whole counter item
+        for the ``PutItem`` form, with the key added)."""
+        return {
+            table.value_attribute: number(self.new),
+            WRITES_ATTRIBUTE: number((self.before.writes or 0) + 1),
+            TOKENS_ATTRIBUTE: self._ring(),
+        }
+
+    def applied_in(
+        self, found: Mapping[str, AttributeValue] | None, *, key: str, table: TableSpec
+    ) -> bool | None:
+        """Whether this write was applied, judged from the counter item as ``found`` after a
+        resend of it failed its condition (``ALL_OLD``).
+
+        Returns:
+            True: applied (its token is in its slot); False: not applied; None: cannot tell,
+            because more than :data:`~aioseq.config.RECENT_WRITES` writes followed it, or a
+            writer outside aioseq removed the ring.
+
+        Raises:
+            CounterValueInvalid: the counter item's value or ``aioseq_writes`` is invalid.
+        """
+        if not found:
+            return False
+        state = CounterState.of(found, key=key, table=table)
+        mine = self.before.writes or 0  # this write is write number `mine`, from 0
+        if state.writes is None or state.writes <= mine:
+            return False  # no write of aioseq's since the one this write expected
+        if state.tokens is None or state.writes - mine > RECENT_WRITES:
+            return None
+        return state.tokens[self.slot] == self.token

@@ -1,0 +1,249 @@
+"""Exactly once under lost answers: a write that was applied but whose answer never arrived is
+recognised by its token when it is resent, never applied twice and never skipped.
+
+Each test loses chosen answers with the fault proxy (``response-lost``: the server applies the
+request, the client's connection is reset instead of answered) and checks both what the
+callers got and what the table holds. moto ignores ``ClientRequestToken``, so on moto the
+gapless strategy's resend is resolved by the counter item's token ring; on DynamoDB Local by
+the token itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from checks import assert_exactly, counter_item
+
+from aioseq import DynamoStore, RetryPolicy
+from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
+from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
+from aioseq.workload import stored_numbers
+
+FAST = RetryPolicy(max_attempts=20, max_backoff_secs=0.01)
+
+
+def schedule(*kinds: str | None, operations: set[str]) -> FaultSchedule:
+    """A schedule whose requests of ``operations`` get ``kinds`` in order (``None``: none),
+    and then no fault for the next 20."""
+    rates = {kind: 0.05 for kind in set(kinds) - {None}}
+    wanted = [*kinds, *[None] * 20]
+    operation = next(iter(operations))
+    for seed in range(200_000):
+        candidate = FaultSchedule(rates, seed=seed, operations=frozenset(operations))
+        pick = candidate.picker()
+        if [pick(operation) for _ in wanted] == wanted:
+            return candidate
+    raise AssertionError(f"no seed gives {kinds}")
+
+
+@pytest.fixture
+def proxy(aioseq_endpoint: str) -> Iterator[FaultProxy]:
+    with FaultProxy(aioseq_endpoint) as running:
+        yield running
+
+
+async def through(proxy: FaultProxy, table: Any, policy: RetryPolicy = FAST) -> DynamoStore:
+    return await DynamoStore.open(table=table, endpoint_url=proxy.endpoint_url, retry_policy=policy)
+
+
+@pytest.fixture
+async def lossy(aioseq_store: DynamoStore, proxy: FaultProxy) -> AsyncIterator[DynamoStore]:
+    """The test's table, through the proxy (no faults until the test sets a schedule)."""
+    store = await through(proxy, aioseq_store.table)
+    async with store:
+        yield store
+
+
+async def stored_payloads(store: DynamoStore, partition: str) -> dict[int, Any]:
+    """number -> the ``order`` attribute of each stored item of ``partition``."""
+    response = await store.call(
+        "query",
+        TableName=store.table.name,
+        KeyConditionExpression="pk = :p AND sk > :zero",
+        ExpressionAttributeValues={":p": {"S": partition}, ":zero": {"N": "0"}},
+        ConsistentRead=True,
+    )
+    return {int(i["sk"]["N"]): i.get("order", {}).get("N") for i in response["Items"]}
+
+
+# --- optimistic ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("write", ["update", "put"])
+@pytest.mark.parametrize("group", [True, False], ids=["grouped", "ungrouped"])
+async def test_optimistic_lost_answer_hands_out_its_numbers(
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, write: str, group: bool
+) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"UpdateItem", "PutItem"}))
+    counter = lossy.optimistic_counter("c", write=write, group=group)  # type: ignore[arg-type]
+    assert await counter.next() == 1
+    assert await counter.next() == 2
+    assert proxy.injected == {"response-lost": 1}
+    assert counter.statistics().recovered == 1
+    item = await counter_item(aioseq_store, "c")
+    assert item is not None and item["value"] == {"N": "2"} and item[WRITES_ATTRIBUTE] == {"N": "2"}
+
+
+async def test_optimistic_lost_answer_on_a_later_attempt(
+    lossy: DynamoStore, proxy: FaultProxy
+) -> None:
+    proxy.set_schedule(schedule("throttling", "response-lost", operations={"UpdateItem"}))
+    counter = lossy.optimistic_counter("c")
+    assert await counter.next() == 1
+    assert proxy.injected == {"throttling": 1, "response-lost": 1}
+    assert counter.statistics().recovered == 1
+
+
+async def test_optimistic_lost_answer_inside_a_group(lossy: DynamoStore, proxy: FaultProxy) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
+    counter = lossy.optimistic_counter("c")
+    numbers = await asyncio.gather(*(counter.next() for _ in range(30)))
+    assert_exactly(numbers, 1, 30)
+    assert proxy.injected == {"response-lost": 1}
+    assert counter.statistics().recovered >= 2  # the lost write served a group of callers
+
+
+@pytest.mark.parametrize("rivals", [3, RECENT_WRITES - 1])
+async def test_optimistic_lost_answer_is_found_among_rival_writes(
+    aioseq_store: DynamoStore, proxy: FaultProxy, rivals: int
+) -> None:
+    """Another process writes ``rivals`` times between the lost answer and the resend: the
+    ring still holds the first write's token."""
+    rival = aioseq_store.optimistic_counter("c")
+    rival_numbers: list[int] = []
+
+    async def rival_writes_while_we_wait(secs: float) -> None:
+        while len(rival_numbers) < rivals:
+            rival_numbers.append(await rival.next())
+
+    proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
+    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        counter = store.optimistic_counter("c")
+        assert await counter.next() == 1
+    assert rival_numbers == list(range(2, rivals + 2))
+    assert counter.statistics().recovered == 1
+
+
+async def test_optimistic_lost_answer_beyond_the_ring_is_counted_never_doubled(
+    aioseq_store: DynamoStore, proxy: FaultProxy
+) -> None:
+    """More writes than the ring holds follow the lost one: aioseq cannot tell any more, so it
+    takes new numbers and counts the old ones as unresolved (a possible hole, never a
+    duplicate)."""
+    rival = aioseq_store.optimistic_counter("c")
+    rivals = RECENT_WRITES
+    rival_numbers: list[int] = []
+
+    async def rival_writes_while_we_wait(secs: float) -> None:
+        while len(rival_numbers) < rivals:
+            rival_numbers.append(await rival.next())
+
+    proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
+    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        counter = store.optimistic_counter("c")
+        mine = await counter.next()
+    assert_exactly([*rival_numbers, mine], 2, rivals + 2)  # number 1: taken, never handed out
+    assert counter.statistics().unresolved == 1
+    assert counter.statistics().recovered == 0
+
+
+# --- gapless (transactional) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["grouped", "ungrouped"])
+async def test_gapless_lost_answer_stores_the_item_once(
+    backend: str, aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, group: bool
+) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
+    invoices = lossy.gapless_counter("c", group=group)
+    assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == 1
+    assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == 2
+    assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2]
+    # DynamoDB Local honours ClientRequestToken: the resend succeeds as the first attempt did.
+    # moto ignores it: the resend fails the counter's condition and the token ring tells.
+    assert invoices.statistics().recovered == (0 if backend == "dynamodb-local" else 1)
+
+
+async def test_gapless_lost_answer_among_rival_writes(
+    aioseq_store: DynamoStore, proxy: FaultProxy
+) -> None:
+    rival = aioseq_store.gapless_counter("c")
+    rival_numbers: list[int] = []
+
+    async def rival_writes_while_we_wait(secs: float) -> None:
+        while len(rival_numbers) < 3:
+            rival_numbers.append(await rival.put(lambda n: {"pk": "c", "sk": n}))
+
+    proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
+    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        assert await store.gapless_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
+    assert rival_numbers == [2, 3, 4]
+    assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2, 3, 4]
+
+
+async def test_gapless_lost_answer_inside_a_group(
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy
+) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
+    invoices = lossy.gapless_counter("c")
+    numbers = await asyncio.gather(
+        *(invoices.put(lambda n: {"pk": "c", "sk": n}) for _ in range(30))
+    )
+    assert_exactly(numbers, 1, 30)
+    assert_exactly(await stored_numbers(aioseq_store, "c"), 1, 30)
+    assert proxy.injected == {"response-lost": 1}
+
+
+# --- sort-key --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["grouped", "ungrouped"])
+async def test_sort_key_lost_answer_stores_the_payload_once(
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, group: bool
+) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"PutItem"}))
+    issues = lossy.sort_key_counter("p", group=group)
+    assert await issues.put({"order": 1}) == 1
+    assert await issues.put({"order": 2}) == 2
+    assert await stored_payloads(aioseq_store, "p") == {1: "1", 2: "2"}
+    assert issues.statistics().recovered == 1
+
+
+async def test_sort_key_lost_answer_on_a_later_attempt(
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy
+) -> None:
+    proxy.set_schedule(schedule("internal-error", "response-lost", operations={"PutItem"}))
+    issues = lossy.sort_key_counter("p")
+    assert await issues.put({"order": 1}) == 1
+    assert await stored_payloads(aioseq_store, "p") == {1: "1"}
+
+
+async def test_sort_key_lost_answer_inside_a_group(
+    backend: str, aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy
+) -> None:
+    proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
+    issues = lossy.sort_key_counter("p")
+    numbers = await asyncio.gather(*(issues.put({"order": i}) for i in range(1, 31)))
+    assert_exactly(numbers, 1, 30)
+    stored = await stored_payloads(aioseq_store, "p")
+    assert sorted(stored) == list(range(1, 31))
+    assert sorted(int(order) for order in stored.values()) == list(range(1, 31))  # each once
+    assert proxy.injected == {"response-lost": 1}
+    # DynamoDB Local answers the resent transaction from its ClientRequestToken; on moto its
+    # puts fail their conditions on items that carry their own tokens.
+    recovered = issues.statistics().recovered
+    assert recovered == 0 if backend == "dynamodb-local" else recovered >= 2
+
+
+async def test_sort_key_items_carry_their_token(aioseq_store: DynamoStore) -> None:
+    issues = aioseq_store.sort_key_counter("p")
+    await asyncio.gather(*(issues.put({"order": i}) for i in range(5)))
+    response = await aioseq_store.call("scan", TableName=aioseq_store.table.name)
+    tokens = [item[TOKEN_ATTRIBUTE]["S"] for item in response["Items"]]
+    assert len(tokens) == 5 and len(set(tokens)) == 5

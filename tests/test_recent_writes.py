@@ -1,0 +1,106 @@
+"""The counter item's ring of recent write tokens, as pure values (no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
+from aioseq.errors import ConfigurationError, CounterValueInvalid
+from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+
+TABLE = TableSpec()
+
+
+def item_after(*writes: CounterWrite) -> dict[str, Any]:
+    """The counter item after ``writes``, applied in order."""
+    item: dict[str, Any] = {"pk": {"S": "c"}, "sk": {"N": "0"}}
+    for write in writes:
+        item.update(write.after(TABLE))
+    return item
+
+
+def chain(first: CounterState, count: int) -> list[CounterWrite]:
+    """``count`` writes of one number each, each on the state the previous one left."""
+    writes = []
+    state = first
+    for _ in range(count):
+        write = CounterWrite(state, state.value + 1, new_token())
+        writes.append(write)
+        state = CounterState.of(item_after(*writes), key="c", table=TABLE)
+    return writes
+
+
+def test_tokens_are_short_and_distinct() -> None:
+    tokens = {new_token() for _ in range(1000)}
+    assert len(tokens) == 1000
+    assert {len(t) for t in tokens} == {16}
+
+
+def test_a_new_counter_is_created_with_its_whole_ring() -> None:
+    write = CounterWrite(CounterState(), 3, "t0")
+    request = write.update(TABLE)
+    assert request["ConditionExpression"] == "attribute_not_exists(#pk)"
+    assert request["UpdateExpression"] == (
+        "SET #value = :next, #writes = :writes_after, #tokens = :tokens"
+    )
+    ring = request["ExpressionAttributeValues"][":tokens"]["L"]
+    assert len(ring) == RECENT_WRITES and ring[0] == {"S": "t0"}
+    assert write.numbers == range(1, 4)
+
+
+def test_a_known_ring_is_written_one_slot_at_a_time() -> None:
+    state = CounterState.of(item_after(*chain(CounterState(), 5)), key="c", table=TABLE)
+    assert state.writes == 5 and state.value == 5
+    request = CounterWrite(state, 6, "t5").update(TABLE)
+    assert request["UpdateExpression"].endswith("#tokens[5] = :token")
+    assert request["ConditionExpression"] == "#value = :current AND #writes = :writes"
+    assert request["ExpressionAttributeValues"][":writes"] == {"N": "5"}
+
+
+def test_a_counter_without_writes_is_matched_on_its_value_alone() -> None:
+    legacy = {"pk": {"S": "c"}, "sk": {"N": "0"}, "value": {"N": "7"}}
+    state = CounterState.of(legacy, key="c", table=TABLE)
+    request = CounterWrite(state, 8, "t").update(TABLE)
+    assert request["ConditionExpression"] == "#value = :current AND attribute_not_exists(#writes)"
+    assert ":tokens" in request["ExpressionAttributeValues"]  # the whole ring, first time
+
+
+@pytest.mark.parametrize("followers", [0, 1, RECENT_WRITES - 1])
+def test_a_write_is_found_while_the_ring_still_holds_it(followers: int) -> None:
+    writes = chain(CounterState(), 3 + followers)
+    mine = writes[2]
+    assert mine.applied_in(item_after(*writes), key="c", table=TABLE) is True
+
+
+def test_a_write_that_was_not_applied_is_told_apart() -> None:
+    writes = chain(CounterState(), 4)
+    rival_took_my_place = CounterWrite(writes[1].before, writes[1].new, "never-sent")
+    assert rival_took_my_place.applied_in(item_after(*writes), key="c", table=TABLE) is False
+    assert writes[3].applied_in(item_after(*writes[:3]), key="c", table=TABLE) is False
+    assert writes[0].applied_in(None, key="c", table=TABLE) is False
+
+
+def test_a_write_overwritten_in_the_ring_cannot_be_told() -> None:
+    writes = chain(CounterState(), 1 + RECENT_WRITES)
+    assert writes[0].applied_in(item_after(*writes), key="c", table=TABLE) is None
+
+
+def test_a_ring_removed_by_another_writer_cannot_be_told() -> None:
+    writes = chain(CounterState(), 2)
+    found = item_after(*writes)
+    del found[TOKENS_ATTRIBUTE]
+    assert writes[0].applied_in(found, key="c", table=TABLE) is None
+
+
+def test_a_tampered_writes_attribute_is_refused() -> None:
+    found = {**item_after(*chain(CounterState(), 1)), WRITES_ATTRIBUTE: {"S": "x"}}
+    with pytest.raises(CounterValueInvalid):
+        CounterState.of(found, key="c", table=TABLE)
+
+
+@pytest.mark.parametrize("name", ["aioseq_token", "aioseq_writes", "aioseq_tokens"])
+def test_a_table_may_not_use_aioseqs_own_attribute_names(name: str) -> None:
+    with pytest.raises(ConfigurationError, match="aioseq's own"):
+        TableSpec(value_attribute=name)
