@@ -91,8 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     take.add_argument(
         "--group",
-        action="store_true",
-        help="optimistic, sort-key, transactional: group commit of concurrent calls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="optimistic, sort-key, transactional: group commit of concurrent calls "
+        "(on by default; --no-group turns it off)",
     )
 
     current = commands.add_parser("current", parents=[common], help="print a counter's value")

@@ -80,7 +80,8 @@ async def run_demo(
     fresh_table: bool = False,
 ) -> list[DemoRow]:
     """Run ``count`` numbers through each strategy and check them; the strategies with a
-    group-commit mode run twice, ungrouped and grouped (row ``<strategy> +group``).
+    group-commit mode run twice, with their defaults (grouped) and ungrouped (row
+    ``<strategy> --no-group``).
 
     Each strategy gets its own counter key (``demo-<run id>-<strategy>``), so a demo against a
     shared server never touches existing counters. With ``fresh_table`` (the embedded server)
@@ -95,14 +96,15 @@ async def run_demo(
         variants = [
             (strategy, group)
             for strategy in strategies
-            for group in ((False, True) if strategy in GROUPED_STRATEGIES else (False,))
+            for group in ((True, False) if strategy in GROUPED_STRATEGIES else (None,))
         ]
         for strategy, group in variants:
-            label = f"{strategy} +group" if group else strategy
-            key = f"demo-{run_id}-{strategy}{'-grouped' if group else ''}"
+            suffix = "-ungrouped" if group is False else ""
+            label = f"{strategy} --no-group" if group is False else strategy
+            key = f"demo-{run_id}-{strategy}{suffix}"
             store = shared
             if fresh_table:
-                name = f"{table.name}-{strategy}{'-grouped' if group else ''}"
+                name = f"{table.name}-{strategy}{suffix}"
                 store = DynamoStore(shared.client, name, retry_policy=shared.retry_policy)
             await store.create_table()
             run = await run_workload(

@@ -71,22 +71,23 @@ def make_taker(
     *,
     block_size: int = 100,
     fixed_block_size: bool = False,
-    group: bool = False,
+    group: bool | None = None,
 ) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
     item ``{pk: key, sk: n}`` per number, in the collection whose counter item (if any) is
     ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
-    with ``fixed_block_size``); ``group`` turns on group commit for the strategies in
-    :data:`GROUPED_STRATEGIES`.
+    with ``fixed_block_size``). ``group``: group commit on (``True``) or off (``False``) for the
+    strategies in :data:`GROUPED_STRATEGIES`; ``None`` takes the library's default, which is on.
 
     Raises:
-        ConfigurationError: an unknown strategy, a bad key, or ``group`` for a strategy
+        ConfigurationError: an unknown strategy, a bad key, or ``group=True`` for a strategy
             that has no group mode.
     """
     if group and strategy not in GROUPED_STRATEGIES:
         raise ConfigurationError(
             f"{strategy} has no group mode; those that do: {', '.join(sorted(GROUPED_STRATEGIES))}"
         )
+    grouping = {} if group is None else {"group": group}
     table = store.table
     if strategy == "atomic":
         atomic = store.atomic_counter(key)
@@ -99,13 +100,13 @@ def make_taker(
         )
         return Taker(allocator.next, allocator.counter, allocator.current, allocator.aclose)
     if strategy == "optimistic":
-        optimistic = store.optimistic_counter(key, group=group)
+        optimistic = store.optimistic_counter(key, **grouping)
         return Taker(optimistic.next, optimistic, optimistic.current)
     if strategy == "sort-key":
-        sort_key = store.sort_key_counter(key, group=group)
+        sort_key = store.sort_key_counter(key, **grouping)
         return Taker(sort_key.put, sort_key, sort_key.current)
     if strategy == "transactional":
-        gapless = store.gapless_counter(key, group=group)
+        gapless = store.gapless_counter(key, **grouping)
         sort_key_name = table.sort_key or "sk"
 
         async def put() -> int:
@@ -209,7 +210,7 @@ async def run_workload(
     concurrency: int,
     instances: int = 1,
     block_size: int = 100,
-    group: bool = False,
+    group: bool | None = None,
     on_number: Callable[[int], None] | None = None,
 ) -> Run:
     """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
