@@ -6,6 +6,8 @@
   namespace.
 - :class:`FaultProxy` / :class:`FaultSchedule`: a fault-injecting proxy between a client and
   a server (throttling, 500s, transaction conflicts, resets, timeouts, lost answers).
+- :class:`CapacityModel`: makes the proxy act like AWS under load: a write budget per item,
+  throttled as DynamoDB throttles a hot key, and a round trip per request.
 - :class:`History`: records the numbers handed out and checks each strategy's guarantees;
   ``python -m aioseq.testing.soak`` runs every strategy under faults and checks them.
 - pytest fixtures (``aioseq_endpoint``, ``aioseq_store``...), registered automatically as the
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aioseq.testing._server import serving as serving
+    from aioseq.testing.capacity import CapacityModel as CapacityModel
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
 
 __all__ = [
+    "CapacityModel",
     "DynamoDBLocal",
     "DynamoDBLocalUnavailable",
     "FaultProxy",
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 _MODULES = {
+    "CapacityModel": "aioseq.testing.capacity",
     "DynamoDBLocal": "aioseq.testing.dynamodb_local",
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
     "FaultProxy": "aioseq.testing.fault_proxy",

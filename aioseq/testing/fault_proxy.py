@@ -30,6 +30,18 @@ Error bodies are DynamoDB's (``__type`` + ``message``, ``application/x-amz-json-
 botocore parses them as it parses the real ones. Resets are TCP resets (``SO_LINGER`` 0), so
 the client sees a lost connection, not an empty answer.
 
+With ``capacity=CapacityModel(...)`` (:mod:`aioseq.testing.capacity`) the proxy also acts like
+AWS under load: each item gets a write budget (a token bucket), a write over budget is answered
+as DynamoDB answers it (``ProvisionedThroughputExceededException``, or a
+``TransactionCanceledException`` with ``ThrottlingError`` reasons) without reaching the server,
+and every request gets a round trip. The schedule decides first (a request it fails never
+reaches the budget); a request that would reach the server is then admitted or throttled
+(after half its round trip and any ``delay``: when it "arrives"); the other half of the round
+trip comes before the answer. Throttles are counted apart from the schedule's faults, in
+:attr:`FaultProxy.throttled` (by operation), and reported to ``on_exchange`` with fault kind
+:data:`CAPACITY` (not applied). A ``delay`` or ``response-lost`` request over budget is not
+applied either: the client gets the reset it was scheduled to get.
+
 Each exchange can be reported to an ``on_exchange`` callback (in the proxy's thread) with
 the request, the server's answer and whether the client got it: :mod:`aioseq.testing.history`
 uses that to account for every number the server handed out whose answer was lost.
@@ -40,10 +52,17 @@ From a test::
         async with DynamoStore.open(endpoint_url=proxy.endpoint_url) as store: ...
         print(proxy.injected)          # Counter({'reset': 3, 'throttling': 2, ...})
 
+    with FaultProxy(server.endpoint_url, capacity=CapacityModel(item_wcu_per_sec=50)) as proxy:
+        ...
+        print(proxy.throttled)         # Counter({'UpdateItem': 41})
+
 From a shell (the first line on stdout is the endpoint; on SIGTERM or SIGINT the counts of
-injected faults are printed as one JSON line)::
+injected faults are printed as one JSON line, with the throttles under ``"capacity"`` when a
+capacity model runs)::
 
     python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --seed 1 --rate 0.05
+    python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --rate 0 \
+        --item-wcu-per-sec 150 --round-trip-ms 2-6
 
 Built on aiohttp (a dependency of aiobotocore): its server answers and resets, its client
 forwards over pooled connections.
@@ -72,8 +91,9 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from aioseq.errors import ConfigurationError
 from aioseq.testing._server import Server
+from aioseq.testing.capacity import CapacityLedger, CapacityModel, throttled_answer
 
-__all__ = ["KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
+__all__ = ["CAPACITY", "KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
 
 #: Every kind of fault the proxy injects, in the order of the module's table.
 KINDS: tuple[str, ...] = (
@@ -90,8 +110,13 @@ KINDS: tuple[str, ...] = (
 #: The kinds after which the server has applied the request without the client knowing.
 APPLIED_KINDS = frozenset({"delay", "response-lost"})
 
+#: The fault kind of a request throttled by the capacity model, in :class:`Exchange`.
+CAPACITY = "capacity"
+
 _JSON = "application/x-amz-json-1.0"
 _APP_ID = re.compile(r"\bapp/(\S+)")
+#: The region in a SigV4 ``Authorization`` header's credential scope.
+_REGION = re.compile(r"Credential=[^/,]+/\d{8}/([^/,]+)/")
 _SERVICE = "com.amazonaws.dynamodb.v20120810#"
 #: Headers that aiohttp sets itself on the forwarded request or the relayed answer.
 _HOP_BY_HOP = frozenset(
@@ -187,7 +212,8 @@ class Exchange:
 
     Attributes:
         operation: the DynamoDB operation (``"UpdateItem"``...), from ``X-Amz-Target``.
-        fault: the injected kind, or ``None``.
+        fault: the injected kind, :data:`CAPACITY` for a write throttled by the capacity
+            model, or ``None``.
         request: the request body (DynamoDB JSON).
         status: the server's HTTP status, or ``None`` if the request never reached it.
         response: the server's answer body, or ``None`` if it never reached it.
@@ -260,6 +286,15 @@ def _error_body(kind: str, operation: str, request: bytes) -> tuple[int, dict[st
     raise AssertionError(kind)
 
 
+def _json_response(status: int, error: Mapping[str, Any]) -> web.Response:
+    """An error answer as DynamoDB sends it."""
+    return web.Response(
+        status=status,
+        body=json.dumps(error).encode(),
+        headers={"Content-Type": _JSON, "x-amzn-RequestId": uuid.uuid4().hex},
+    )
+
+
 def _reset(request: web.BaseRequest) -> None:
     """Reset the client's connection (RST, not FIN), answering nothing."""
     transport = request.transport
@@ -284,6 +319,8 @@ class FaultProxy(Server):
         schedule: the faults (default: none); :meth:`set_schedule` changes it while running.
         on_exchange: called with an :class:`Exchange` after each request, in the proxy's
             thread; keep it quick.
+        capacity: an AWS-like write budget per item and round trip per request (see the
+            module doc and :mod:`aioseq.testing.capacity`); ``None``: neither.
         host: the address to listen on; keep the loopback default.
         port: the TCP port; 0 picks a free one.
     """
@@ -294,6 +331,7 @@ class FaultProxy(Server):
         schedule: FaultSchedule = NO_FAULTS,
         *,
         on_exchange: Callable[[Exchange], None] | None = None,
+        capacity: CapacityModel | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -301,7 +339,10 @@ class FaultProxy(Server):
         self.host = host
         self.port = port
         self.on_exchange = on_exchange
+        self._capacity = capacity
+        self._ledger: CapacityLedger | None = capacity.ledger() if capacity else None
         self._injected: Counter[str] = Counter()
+        self._throttled: Counter[str] = Counter()
         self._requests = 0
         self._lock = threading.Lock()
         self.set_schedule(schedule)
@@ -316,6 +357,24 @@ class FaultProxy(Server):
         """Faults injected so far, by kind (a copy)."""
         with self._lock:
             return Counter(self._injected)
+
+    @property
+    def capacity(self) -> CapacityModel | None:
+        """The capacity model given to the constructor, if any."""
+        return self._capacity
+
+    @property
+    def throttled(self) -> Counter[str]:
+        """Requests throttled by the capacity model so far, by operation (a copy); not in
+        :attr:`injected`, which counts the schedule's faults."""
+        with self._lock:
+            return Counter(self._throttled)
+
+    @property
+    def consumed_wcu(self) -> float:
+        """WCU the capacity model charged so far (writes it let through), 0 without one."""
+        with self._lock:
+            return self._ledger.charged_wcu if self._ledger is not None else 0.0
 
     @property
     def requests(self) -> int:
@@ -336,6 +395,49 @@ class FaultProxy(Server):
             if kind is not None:
                 self._injected[kind] += 1
             return kind, self.schedule.delay_secs
+
+    def _round_trip(self) -> float:
+        """Half of this request's round trip, in seconds (0 without a capacity model)."""
+        if self._ledger is None:
+            return 0.0
+        with self._lock:
+            return self._ledger.round_trip_secs() / 2
+
+    def _admit(self, operation: str, request: web.BaseRequest, body: bytes) -> web.Response | None:
+        """``None`` when the capacity model lets the request through (charging it), else the
+        throttle DynamoDB would answer."""
+        if self._ledger is None:
+            return None
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return None  # the server will refuse it
+        if not isinstance(parsed, dict):
+            return None
+        with self._lock:
+            admission = self._ledger.admit(operation, parsed)
+            if admission.admitted:
+                self._ledger.learn(operation, parsed)
+                return None
+            self._throttled[operation] += 1
+        scope = _REGION.search(request.headers.get("Authorization", ""))
+        if scope is not None:
+            status, error = throttled_answer(admission, region=scope.group(1))
+        else:
+            status, error = throttled_answer(admission)
+        return _json_response(status, error)
+
+    def _learn(self, operation: str, body: bytes, payload: bytes) -> None:
+        """Let the capacity model learn tables' key attributes from an answered request."""
+        if self._ledger is None or operation not in ("CreateTable", "DescribeTable"):
+            return
+        try:
+            request, answer = json.loads(body), json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(request, dict) and isinstance(answer, dict):
+            with self._lock:
+                self._ledger.learn(operation, request, answer)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -403,7 +505,10 @@ class FaultProxy(Server):
 
     def __repr__(self) -> str:
         state = f"serving {self.endpoint_url}" if self._thread is not None else "stopped"
-        return f"<FaultProxy {state} -> {self.target_url} injected={dict(self.injected)}>"
+        throttled = f" throttled={sum(self.throttled.values())}" if self.capacity else ""
+        return (
+            f"<FaultProxy {state} -> {self.target_url} injected={dict(self.injected)}{throttled}>"
+        )
 
     # --- one request ------------------------------------------------------------------------
 
@@ -413,6 +518,9 @@ class FaultProxy(Server):
         app = _APP_ID.search(request.headers.get("User-Agent", ""))
         client = app.group(1) if app else ""
         kind, delay_secs = self._decide(operation)
+        half_trip = self._round_trip()
+        if half_trip:  # on its way to the server
+            await asyncio.sleep(half_trip)
         if kind == "reset":
             _reset(request)
             self._report(Exchange(operation, kind, body, None, None, False, client))
@@ -420,15 +528,23 @@ class FaultProxy(Server):
         if kind is not None and kind not in APPLIED_KINDS:
             status, error = _error_body(kind, operation, body)
             self._report(Exchange(operation, kind, body, None, None, False, client))
+            if half_trip:
+                await asyncio.sleep(half_trip)
             if isinstance(error, str):
                 return web.Response(status=status, text=error, content_type="text/html")
-            return web.Response(
-                status=status,
-                body=json.dumps(error).encode(),
-                headers={"Content-Type": _JSON, "x-amzn-RequestId": uuid.uuid4().hex},
-            )
+            return _json_response(status, error)
         if kind == "delay":
             await asyncio.sleep(delay_secs)
+        throttle = self._admit(operation, request, body)
+        if throttle is not None:
+            if kind is not None:  # an applied kind: its answer, the throttle, is lost
+                _reset(request)
+                self._report(Exchange(operation, kind, body, None, None, False, client))
+                return web.Response()
+            self._report(Exchange(operation, CAPACITY, body, None, None, False, client))
+            if half_trip:
+                await asyncio.sleep(half_trip)
+            return throttle
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         async with session.request(
             request.method, self.target_url + request.path_qs, data=body, headers=headers
@@ -438,10 +554,13 @@ class FaultProxy(Server):
             answer_headers = {
                 k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP
             }
+        self._learn(operation, body, payload)
         if kind is not None:  # applied, and the answer is lost
             _reset(request)
             self._report(Exchange(operation, kind, body, status, payload, False, client))
             return web.Response()
+        if half_trip:  # the answer on its way back
+            await asyncio.sleep(half_trip)
         # A client that gave up waiting (its read timeout) or died has closed the connection.
         transport = request.transport
         delivered = transport is not None and not transport.is_closing()
@@ -456,7 +575,9 @@ class FaultProxy(Server):
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m aioseq.testing.fault_proxy --target URL [--seed S] [--rate R] ...``: serve
     until SIGTERM or SIGINT. The first line on stdout is the endpoint URL; the last, the
-    injected faults by kind as JSON."""
+    injected faults by kind as JSON, with the capacity model's throttles (all operations)
+    under ``"capacity"`` when ``--item-wcu-per-sec``, ``--burst-secs`` or ``--round-trip-ms``
+    turns the model on."""
     parser = argparse.ArgumentParser(
         prog="python -m aioseq.testing.fault_proxy",
         description="A fault-injecting proxy for DynamoDB on 127.0.0.1.",
@@ -481,6 +602,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--delay-secs", type=float, default=3.0, help="how long a delay fault holds (3)"
     )
+    model = parser.add_argument_group(
+        "capacity model", "an AWS-like write budget per item and round trip per request"
+    )
+    model.add_argument(
+        "--item-wcu-per-sec",
+        type=float,
+        default=None,
+        metavar="WCU",
+        help="each item's write budget, in WCU per second (AWS: 1000)",
+    )
+    model.add_argument(
+        "--burst-secs",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="seconds of budget an idle item's bucket holds (0.1)",
+    )
+    model.add_argument(
+        "--round-trip-ms",
+        type=_milliseconds_range,
+        default=None,
+        metavar="LO[-HI]",
+        help="each request's added round trip, drawn from LO..HI ms (0)",
+    )
     args = parser.parse_args(argv)
     try:
         schedule = FaultSchedule.uniform(
@@ -490,16 +635,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             operations=args.operations.split(",") if args.operations else None,
             delay_secs=args.delay_secs,
         )
+        capacity = None
+        if (args.item_wcu_per_sec, args.burst_secs, args.round_trip_ms) != (None, None, None):
+            given = {
+                "item_wcu_per_sec": args.item_wcu_per_sec,
+                "burst_secs": args.burst_secs,
+                "round_trip_secs": args.round_trip_ms,
+            }
+            capacity = CapacityModel(
+                **{k: v for k, v in given.items() if v is not None}, seed=args.seed
+            )
     except ConfigurationError as exc:
         parser.error(str(exc))
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with FaultProxy(args.target, schedule, port=args.port) as proxy:
+    with FaultProxy(args.target, schedule, capacity=capacity, port=args.port) as proxy:
         print(proxy.endpoint_url, flush=True)
         stop.wait()
-        print(json.dumps(dict(proxy.injected), sort_keys=True), flush=True)
+        counts = dict(proxy.injected)
+        if capacity is not None:
+            counts[CAPACITY] = sum(proxy.throttled.values())
+        print(json.dumps(counts, sort_keys=True), flush=True)
     return 0
+
+
+def _milliseconds_range(text: str) -> tuple[float, float]:
+    """``"2-6"`` -> ``(0.002, 0.006)`` seconds; ``"3"`` -> ``(0.003, 0.003)``."""
+    lo, sep, hi = text.partition("-")
+    try:
+        pair = (float(lo) / 1000, float(hi if sep else lo) / 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not LO or LO-HI milliseconds: {text!r}") from None
+    return pair
 
 
 if __name__ == "__main__":
