@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from checks import assert_exactly, counter_item
 
-from aioseq import DynamoStore, RetryPolicy
+from aioseq import DynamoStore, OptimisticCounter, RetryPolicy
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
 from aioseq.workload import stored_numbers
@@ -28,7 +28,7 @@ FAST = RetryPolicy(max_attempts=20, max_backoff_secs=0.01)
 def schedule(*kinds: str | None, operations: set[str]) -> FaultSchedule:
     """A schedule whose requests of ``operations`` get ``kinds`` in order (``None``: none),
     and then no fault for the next 20."""
-    rates = {kind: 0.05 for kind in set(kinds) - {None}}
+    rates = {kind: 0.05 for kind in kinds if kind is not None}
     wanted = [*kinds, *[None] * 20]
     operation = next(iter(operations))
     for seed in range(200_000):
@@ -78,7 +78,7 @@ async def test_optimistic_lost_answer_hands_out_its_numbers(
     aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, write: str, group: bool
 ) -> None:
     proxy.set_schedule(schedule("response-lost", operations={"UpdateItem", "PutItem"}))
-    counter = lossy.optimistic_counter("c", write=write, group=group)  # type: ignore[arg-type]
+    counter = lossy.optimistic_counter("c", write=write, group=group)
     assert await counter.next() == 1
     assert await counter.next() == 2
     assert proxy.injected == {"response-lost": 1}
@@ -106,12 +106,12 @@ async def test_optimistic_lost_answer_inside_a_group(lossy: DynamoStore, proxy: 
     assert counter.statistics().recovered >= 2  # the lost write served a group of callers
 
 
-@pytest.mark.parametrize("rivals", [3, RECENT_WRITES - 1])
-async def test_optimistic_lost_answer_is_found_among_rival_writes(
+async def take_while_rivals_write(
     aioseq_store: DynamoStore, proxy: FaultProxy, rivals: int
-) -> None:
-    """Another process writes ``rivals`` times between the lost answer and the resend: the
-    ring still holds the first write's token."""
+) -> tuple[int, list[int], OptimisticCounter]:
+    """One optimistic ``next()`` through the proxy whose first answer is lost; while it waits
+    to resend, another process's counter writes ``rivals`` times. Returns the number, the
+    rival's numbers and the counter."""
     rival = aioseq_store.optimistic_counter("c")
     rival_numbers: list[int] = []
 
@@ -123,7 +123,16 @@ async def test_optimistic_lost_answer_is_found_among_rival_writes(
     policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
     async with await through(proxy, aioseq_store.table, policy) as store:
         counter = store.optimistic_counter("c")
-        assert await counter.next() == 1
+        return await counter.next(), rival_numbers, counter
+
+
+@pytest.mark.parametrize("rivals", [3, RECENT_WRITES - 1])
+async def test_optimistic_lost_answer_is_found_among_rival_writes(
+    aioseq_store: DynamoStore, proxy: FaultProxy, rivals: int
+) -> None:
+    """The ring still holds the first write's token: its number is handed out."""
+    mine, rival_numbers, counter = await take_while_rivals_write(aioseq_store, proxy, rivals)
+    assert mine == 1
     assert rival_numbers == list(range(2, rivals + 2))
     assert counter.statistics().recovered == 1
 
@@ -134,19 +143,8 @@ async def test_optimistic_lost_answer_beyond_the_ring_is_counted_never_doubled(
     """More writes than the ring holds follow the lost one: aioseq cannot tell any more, so it
     takes new numbers and counts the old ones as unresolved (a possible hole, never a
     duplicate)."""
-    rival = aioseq_store.optimistic_counter("c")
     rivals = RECENT_WRITES
-    rival_numbers: list[int] = []
-
-    async def rival_writes_while_we_wait(secs: float) -> None:
-        while len(rival_numbers) < rivals:
-            rival_numbers.append(await rival.next())
-
-    proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
-    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
-    async with await through(proxy, aioseq_store.table, policy) as store:
-        counter = store.optimistic_counter("c")
-        mine = await counter.next()
+    mine, rival_numbers, counter = await take_while_rivals_write(aioseq_store, proxy, rivals)
     assert_exactly([*rival_numbers, mine], 2, rivals + 2)  # number 1: taken, never handed out
     assert counter.statistics().unresolved == 1
     assert counter.statistics().recovered == 0
