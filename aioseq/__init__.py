@@ -27,7 +27,9 @@ from aioseq.errors import AioseqError as AioseqError
 from aioseq.errors import ConditionFailed as ConditionFailed
 from aioseq.errors import ConfigurationError as ConfigurationError
 from aioseq.errors import ConnectionFailed as ConnectionFailed
+from aioseq.errors import CounterNotFound as CounterNotFound
 from aioseq.errors import CounterValueInvalid as CounterValueInvalid
+from aioseq.errors import EndpointUnreachable as EndpointUnreachable
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
 from aioseq.errors import NumberOutOfRange as NumberOutOfRange
 from aioseq.errors import RetriesExhausted as RetriesExhausted
@@ -75,9 +77,11 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterNotFound",
     "CounterStatistics",
     "CounterValueInvalid",
     "DynamoStore",
+    "EndpointUnreachable",
     "GaplessCounter",
     "IdFormat",
     "ItemAlreadyExists",

@@ -20,7 +20,35 @@ from aioseq.errors import StoreClosed, WrongEventLoop
 R = TypeVar("R")
 T = TypeVar("T")
 
-__all__ = ["Coalescer", "Waiter"]
+__all__ = ["Coalescer", "LoopBinding", "Waiter"]
+
+
+class LoopBinding:
+    """The event loop an object belongs to, bound at its first use (aiolimiter's ``_loop``):
+    its futures, locks and tasks live there, so another loop is refused.
+
+    Parameters:
+        owner: how the object is named in the error.
+    """
+
+    __slots__ = ("loop", "owner")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def check(self) -> asyncio.AbstractEventLoop:
+        """The running loop, bound now if nothing is bound yet.
+
+        Raises:
+            WrongEventLoop: the running loop is not the bound one.
+        """
+        loop = asyncio.get_running_loop()
+        if self.loop is None:
+            self.loop = loop
+        elif loop is not self.loop:
+            raise WrongEventLoop(f"{self.owner} belongs to another event loop; make one per loop")
+        return loop
 
 
 class Waiter(Generic[R, T]):
@@ -58,6 +86,9 @@ class Coalescer(Generic[R, T]):
         window_secs: before a flush takes its batch, wait this long for company unless the
             batch is full already (0, the default: a lone caller is never delayed).
         name: for the flush task's name.
+        on_abandoned: called with a result that was set for a caller who was cancelled before
+            it could take it (the result was given, the caller was gone): the allocator counts
+            such numbers, so every number is accounted for.
     """
 
     def __init__(
@@ -67,8 +98,10 @@ class Coalescer(Generic[R, T]):
         max_batch: int | None = None,
         window_secs: float = 0.0,
         name: str = "",
+        on_abandoned: Callable[[T], None] | None = None,
     ) -> None:
         self._flush = flush
+        self._on_abandoned = on_abandoned
         self._max_batch = max_batch
         self._window_secs = window_secs
         self._name = name or "aioseq-coalescer"
@@ -76,7 +109,7 @@ class Coalescer(Generic[R, T]):
         #: it for emptiness (cancelled callers stay in it until a flush drops them).
         self.queue: deque[Waiter[R, T]] = deque()
         self._task: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._binding = LoopBinding(self._name)
         self._kicked = False
         self._closed = False
 
@@ -91,14 +124,7 @@ class Coalescer(Generic[R, T]):
         Raises:
             WrongEventLoop: called from another event loop.
         """
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif loop is not self._loop:
-            raise WrongEventLoop(
-                f"{self._name} belongs to another event loop; make one per event loop"
-            )
-        return loop
+        return self._binding.check()
 
     async def submit(self, request: R) -> T:
         """Queue ``request`` and wait for the flush that serves it.
@@ -114,7 +140,18 @@ class Coalescer(Generic[R, T]):
         waiter: Waiter[R, T] = Waiter(request, loop.create_future())
         self.queue.append(waiter)
         self._start()
-        return await waiter.future
+        try:
+            return await waiter.future
+        except asyncio.CancelledError:
+            future = waiter.future
+            if (
+                self._on_abandoned is not None
+                and future.done()
+                and not future.cancelled()
+                and future.exception() is None
+            ):
+                self._on_abandoned(future.result())
+            raise
 
     def kick(self) -> None:
         """Run a flush even if nobody waits (a prefetch), unless one is running already.
@@ -127,8 +164,8 @@ class Coalescer(Generic[R, T]):
 
     def _start(self) -> None:
         if self._task is None:
-            assert self._loop is not None
-            self._task = self._loop.create_task(self._run(), name=self._name)
+            assert self._binding.loop is not None
+            self._task = self._binding.loop.create_task(self._run(), name=self._name)
 
     async def _run(self) -> None:
         try:

@@ -16,9 +16,16 @@ from tenacity import (
     stop_after_delay,
     wait_random_exponential,
 )
+from tenacity.stop import stop_base
 
 from aioseq.config import RetryPolicy
-from aioseq.errors import RetriesExhausted, StoreError, TransactionCanceled
+from aioseq.errors import (
+    AioseqError,
+    EndpointUnreachable,
+    RetriesExhausted,
+    StoreError,
+    TransactionCanceled,
+)
 from aioseq.observe import Observer, RetryEvent, notify
 
 T = TypeVar("T")
@@ -47,6 +54,20 @@ def is_conflict_reason(reason: str) -> bool:
     """True for a :func:`reason` that is a lost race: a failed condition on the counter item
     or the candidate key (alone, or among a transaction's cancellation reasons)."""
     return "ConditionalCheckFailed" in reason
+
+
+class unreachable_for(stop_base):
+    """A tenacity stop condition: the last attempt found the endpoint unreachable and
+    ``seconds`` have passed since the first attempt."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None else None
+        elapsed = retry_state.seconds_since_start or 0.0
+        return isinstance(error, EndpointUnreachable) and elapsed >= self.seconds
 
 
 async def retry(
@@ -116,15 +137,32 @@ async def retry(
         return 0.0 if error is not None and at_once(error) else jitter(state)
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.max_attempts) | stop_after_delay(policy.max_delay_secs),
+        stop=(
+            stop_after_attempt(policy.max_attempts)
+            | stop_after_delay(policy.max_delay_secs)
+            | unreachable_for(policy.max_unreachable_secs)
+        ),
         wait=wait,
         retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and retry_if(exc)),
         before_sleep=count,
         sleep=policy.sleep,
         reraise=False,
     )
+    ambiguous = False  # an attempt failed in a way that may hide its success
+
+    async def tracked() -> T:
+        nonlocal ambiguous
+        try:
+            return await attempt()
+        except AioseqError as exc:
+            ambiguous = ambiguous or exc.maybe_applied
+            raise
+
     try:
-        return await retrying(attempt)
+        return await retrying(tracked)
+    except AioseqError as exc:  # not retried: it ends the call, and says what may be written
+        exc.maybe_applied = exc.maybe_applied or ambiguous
+        raise
     except RetryError as exhausted:
         last = exhausted.last_attempt
         error = last.exception()
@@ -134,4 +172,4 @@ async def retry(
             last.attempt_number,
             reason(error) if error is not None else None,
         )
-        raise RetriesExhausted(last.attempt_number, error) from error
+        raise RetriesExhausted(last.attempt_number, error, maybe_applied=ambiguous) from error

@@ -7,19 +7,35 @@ code. The strategies build requests; they never see botocore.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import re
+import socket
 import time
+import urllib.parse
+import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AsyncExitStack
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aioboto3
+import aiohttp
 from aiobotocore.config import AioConfig
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer  # type: ignore[import-untyped]
-from botocore.exceptions import ClientError, HTTPClientError, WaiterError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    HTTPClientError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    WaiterError,
+)
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from aioseq.config import (
@@ -29,12 +45,14 @@ from aioseq.config import (
     MAX_PARTITION_KEY_BYTES,
     RetryPolicy,
     TableSpec,
+    check_seconds,
 )
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     ConnectionFailed,
     CounterValueInvalid,
+    EndpointUnreachable,
     NumberOutOfRange,
     ServiceUnavailable,
     StoreClosed,
@@ -116,7 +134,54 @@ def translate(error: Exception, operation: str) -> StoreError:
                 cancellation_reasons=response.get("CancellationReasons", ()),
             )
         return cls(message, code=code, operation=operation)
-    return ConnectionFailed(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+    cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
+    return cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+
+
+def _never_sent(error: Exception) -> bool:
+    """Whether a connection error happened before the request was sent: no connection could
+    be made (refused, no such host, connect timeout). aiobotocore raises
+    ``EndpointConnectionError`` for those and also for a connection reset after sending, so
+    the aiohttp error inside it decides."""
+    if isinstance(error, ConnectTimeoutError):
+        return True
+    if isinstance(error, EndpointConnectionError):
+        cause = getattr(error, "kwargs", {}).get("error")
+        return isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror))
+    return False
+
+
+_NO_CREDENTIALS = (
+    "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
+    " or run where a role provides them"
+)
+#: botocore's own rule for region names (``botocore.utils.validate_region_name``).
+_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
+
+
+def check_endpoint_url(url: object, what: str) -> str:
+    """An endpoint URL: ``http://`` or ``https://`` with a host, e.g.
+    ``http://127.0.0.1:8000``. Raises :class:`ConfigurationError`."""
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    try:
+        port_ok = parts is not None and (parts.port is None or parts.port > 0)
+    except ValueError:
+        port_ok = False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ConfigurationError(
+            f"{what} must be an http:// or https:// URL with a host, such as"
+            f" 'http://127.0.0.1:8000', not {url!r}"
+        )
+    return str(url)
+
+
+def check_region(region: object, what: str) -> str:
+    """An AWS region name such as ``eu-west-1``. Raises :class:`ConfigurationError`."""
+    if not isinstance(region, str) or not _REGION.fullmatch(region):
+        raise ConfigurationError(
+            f"{what} must be an AWS region name such as 'eu-west-1', not {region!r}"
+        )
+    return region
 
 
 def check_key(
@@ -219,7 +284,9 @@ def serialize(item: Mapping[str, Any]) -> Item:
     ``Decimal`` become N, ``str`` S, ``bytes`` B, ``dict`` M, ``list`` L, ``set`` SS/NS/BS...).
 
     Raises:
-        ConfigurationError: a value has no DynamoDB type (``float`` included: use ``Decimal``).
+        ConfigurationError: a value has no DynamoDB type (``float`` included: use ``Decimal``;
+            NaN and infinity), or is an empty set, anywhere in the item (DynamoDB refuses empty
+            sets; some local servers store them).
     """
     serialized: Item = {}
     for name, value in item.items():
@@ -228,15 +295,35 @@ def serialize(item: Mapping[str, Any]) -> Item:
         except ArithmeticError:  # boto3's decimal context traps rounding
             problem = "a number with more than 38 significant digits"
         except (TypeError, ValueError) as exc:  # boto3's message shows the value: not ours
-            problem = "a float (use int or Decimal)" if "Float" in str(exc) else "a value"
+            text = str(exc)
+            if "Float" in text:
+                problem = "a float (use int or Decimal)"
+            elif "NaN" in text or "Infinity" in text:
+                problem = "NaN or infinity"
+            else:
+                problem = "a value"
             problem += " that has no DynamoDB type"
         else:
-            continue
+            if not _has_empty_set(serialized[str(name)]):
+                continue
+            problem = "an empty set, which DynamoDB does not store"
         raise ConfigurationError(
             f"attribute {name!r} ({type(value).__name__}) holds {problem}; DynamoDB stores"
-            " int, Decimal, str, bytes, bool, None, and lists, dicts and sets of them"
+            " int, Decimal, str, bytes, bool, None, and lists, dicts and non-empty sets of them"
         ) from None
     return serialized
+
+
+def _has_empty_set(value: AttributeValue) -> bool:
+    """Whether an AttributeValue is, or holds in a list or map, an empty set."""
+    kind, data = next(iter(value.items()))
+    if kind in ("SS", "NS", "BS"):
+        return not data
+    if kind == "L":
+        return any(_has_empty_set(element) for element in data)
+    if kind == "M":
+        return any(_has_empty_set(element) for element in data.values())
+    return False
 
 
 def deserialize(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
@@ -284,7 +371,13 @@ class DynamoStore:
         self.observer = observer
         self._requests: Counter[str] = Counter()
         self._exit_stack: AsyncExitStack | None = None
-        self._closed = False
+        self._closed = False  # aclose() began: new calls on the store's objects are refused
+        self._client_closed = False  # aclose() is done with requests: call() refuses them too
+        self._close_task: asyncio.Task[None] | None = None
+        self._in_flight = 0  # call()s awaiting an answer
+        self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
+        # Everything made on this store (counters, allocators), closed with it.
+        self._made: weakref.WeakSet[Closeable] = weakref.WeakSet()
         client.meta.events.register("before-send.dynamodb", self._count_request)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -327,29 +420,44 @@ class DynamoStore:
             an awaitable that is also an async context manager, giving the open store.
 
         Raises:
-            ConfigurationError: a bad argument.
+            ConfigurationError: a bad argument (checked before anything is opened), or, when
+                awaited, an endpoint from the environment that is not a URL, a region that is
+                missing (and no endpoint is configured) or malformed, or no credentials for AWS.
         """
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
-        for name, value in (
-            ("connect_timeout_secs", connect_timeout_secs),
-            ("read_timeout_secs", read_timeout_secs),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigurationError(f"{name} must be a positive number: {value!r}")
+        check_seconds(connect_timeout_secs, "connect_timeout_secs")
+        check_seconds(read_timeout_secs, "read_timeout_secs")
+        if endpoint_url is not None:
+            check_endpoint_url(endpoint_url, "endpoint_url")
+        if region_name is not None:
+            check_region(region_name, "region_name")
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
 
         async def open_store() -> DynamoStore:
             aws = session or aioboto3.Session()
             endpoint = configured_endpoint(endpoint_url)
+            if endpoint is not None and endpoint_url is None:
+                check_endpoint_url(endpoint, "the endpoint in AWS_ENDPOINT_URL(_DYNAMODB)")
             client_args: dict[str, Any] = {}
             if endpoint_url:
                 client_args["endpoint_url"] = endpoint_url
-            region = region_name or aws.region_name
+            # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer
+            # SDKs and Lambda set, and what this method's docstring promises.
+            region = region_name or aws.region_name or os.environ.get("AWS_REGION") or None
             if region is None and endpoint is not None:
                 region = LOCAL_REGION
-            if endpoint is not None and await aws.get_credentials() is None:  # type: ignore[misc]
+            if region is None:
+                raise ConfigurationError(
+                    "no AWS region is configured: pass region_name= (aioseq --region), or set"
+                    " AWS_REGION or AWS_DEFAULT_REGION, or a region in the AWS profile"
+                )
+            check_region(region, "the configured region")
+            credentials = await aws.get_credentials()  # type: ignore[misc]
+            if credentials is None and endpoint is not None:
                 log.info("no AWS credentials found; using dummy ones for %s", endpoint)
                 client_args.update(LOCAL_CREDENTIALS)
+            elif credentials is None:
+                raise ConfigurationError(_NO_CREDENTIALS)
             config = AioConfig(
                 max_pool_connections=max_pool_connections,
                 connect_timeout=connect_timeout_secs,
@@ -357,28 +465,89 @@ class DynamoStore:
                 retries={"mode": "standard", "total_max_attempts": 1},
             )
             stack = AsyncExitStack()
-            client = await stack.enter_async_context(
-                aws.client("dynamodb", region_name=region, config=config, **client_args)
-            )
+            try:
+                client = await stack.enter_async_context(
+                    aws.client("dynamodb", region_name=region, config=config, **client_args)
+                )
+            except (NoRegionError, ValueError, BotoCoreError) as exc:
+                await stack.aclose()
+                raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
             store = DynamoStore(client, spec, retry_policy=retry_policy, observer=observer)
             store._exit_stack = stack
             return store
 
         return _Opening(open_store)
 
-    async def aclose(self) -> None:
-        """Close the client if this store opened it (a borrowed one stays open). Idempotent.
-        Counters made from this store raise :class:`~aioseq.errors.StoreClosed` afterwards."""
-        if self._closed:
-            return
-        self._closed = True
+    async def aclose(self, *, timeout_secs: float = 10.0) -> None:
+        """Close everything this store made, then its client (if it opened it: a borrowed
+        client stays open). Idempotent; bounded in time; safe to cancel.
+
+        In order: new calls on the store and on everything made from it raise
+        :class:`~aioseq.errors.StoreClosed` at once; every block allocator made from it is
+        closed (its refill in flight finishes, its waiting callers get ``StoreClosed``, its
+        unused numbers are given back: one conditional ``UpdateItem``); every grouped counter
+        lets the group in flight finish and fails the callers still waiting with
+        ``StoreClosed``; requests already sent are left ``timeout_secs`` in all to finish, so
+        their callers get their numbers (a write in flight is never abandoned midway by
+        choice); then the client is closed, and a call still waiting gets ``StoreClosed``.
+
+        The close runs in a task of its own, shielded: a caller cancelled while awaiting it
+        gets ``CancelledError``, and the close still runs to the end (the client is never
+        left open with the store marked closed; asyncpg's ``Pool.close`` does the same).
+
+        Parameters:
+            timeout_secs: the most the close waits for the store's objects and requests
+                before it closes the client (a finite number of seconds > 0).
+
+        Raises:
+            ConfigurationError: a bad ``timeout_secs``.
+        """
+        check_seconds(timeout_secs, "timeout_secs")
+        if self._close_task is None:
+            self._closed = True
+            self._close_task = asyncio.ensure_future(self._close(timeout_secs))
+        await asyncio.shield(self._close_task)
+
+    async def _close(self, timeout_secs: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_secs
+        # Allocators first: their give-back goes through their atomic counter.
+        made = sorted(self._made, key=lambda thing: not _is_allocator(thing))
+        try:
+            await asyncio.wait_for(_close_all(made), timeout_secs)
+        except asyncio.TimeoutError:
+            log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
+        if self._in_flight:
+            self._drained = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._drained.wait(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                log.warning(
+                    "DynamoStore.aclose(): %d requests still in flight after %.1f s",
+                    self._in_flight,
+                    timeout_secs,
+                )
+        self._client_closed = True
         self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
         if self._exit_stack is not None:
             await self._exit_stack.aclose()
 
+    def _adopt(self, thing: Closeable) -> None:
+        """Remember an object made on this store, to close it with the store.
+
+        Raises:
+            StoreClosed: the store is closed (or closing).
+        """
+        self._check_open()
+        self._made.add(thing)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("this DynamoStore is closed")
+
     @property
     def closed(self) -> bool:
-        """True after :meth:`aclose`."""
+        """True once :meth:`aclose` has begun."""
         return self._closed
 
     async def __aenter__(self) -> DynamoStore:
@@ -446,16 +615,30 @@ class DynamoStore:
             StoreClosed: after :meth:`aclose`.
             StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
         """
-        if self._closed:
+        if self._client_closed:
             raise StoreClosed("this DynamoStore is closed")
-        if self.observer is not None:
-            return await self._observed_call(self.observer, operation, params)
-        method = getattr(self.client, operation)
+        self._in_flight += 1
         try:
-            response: dict[str, Any] = await method(**params)
-        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
-            raise translate(exc, _operation_name(operation)) from exc
-        return response
+            if self.observer is not None:
+                return await self._observed_call(self.observer, operation, params)
+            method = getattr(self.client, operation)
+            try:
+                response: dict[str, Any] = await method(**params)
+            except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
+                raise translate(exc, _operation_name(operation)) from exc
+            except (NoCredentialsError, PartialCredentialsError) as exc:
+                raise ConfigurationError(_NO_CREDENTIALS) from exc
+            return response
+        except (asyncio.CancelledError, StoreError) as exc:
+            if self._client_closed and not _cancelling():  # cut off by aclose(), not cancelled
+                closed = StoreClosed("this DynamoStore was closed during the request")
+                closed.maybe_applied = True  # the request was sent; its fate is unknown
+                raise closed from exc
+            raise
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._drained is not None:
+                self._drained.set()
 
     async def _observed_call(
         self, observer: Observer, operation: str, params: dict[str, Any]
@@ -474,6 +657,9 @@ class DynamoStore:
             translated = translate(exc, name)
             error = translated.code or type(translated).__name__
             raise translated from exc
+        except (NoCredentialsError, PartialCredentialsError) as exc:
+            error = type(exc).__name__
+            raise ConfigurationError(_NO_CREDENTIALS) from exc
         except Exception as exc:
             error = type(exc).__name__
             raise
@@ -534,8 +720,7 @@ class DynamoStore:
             if exc.code != "ResourceInUseException":
                 raise
             created = False
-        if self._closed:
-            raise StoreClosed("this DynamoStore is closed")
+        self._check_open()
         try:
             await self.client.get_waiter("table_exists").wait(
                 TableName=spec.name,
@@ -601,6 +786,35 @@ def _capacity_units(consumed: object) -> float | None:
         return None
     units = [e["CapacityUnits"] for e in entries if isinstance(e, dict) and "CapacityUnits" in e]
     return float(sum(units)) if units else None
+
+
+class Closeable(Protocol):
+    """What a store closes with itself: its counters and allocators."""
+
+    async def aclose(self) -> None: ...
+
+
+def _is_allocator(thing: object) -> bool:
+    from aioseq.allocator import BlockAllocator
+
+    return isinstance(thing, BlockAllocator)
+
+
+async def _close_all(things: list[Closeable]) -> None:
+    """Close ``things`` in order; one that fails is logged and does not stop the others."""
+    for thing in things:
+        try:
+            await thing.aclose()
+        except Exception as exc:  # e.g. an allocator's give-back to a table deleted already
+            log.warning("closing %r failed: %r", thing, exc)
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (Python >= 3.11; assumed on 3.10, so a
+    cancellation is never mistaken for a close and swallowed)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is None or bool(cancelling())
 
 
 def _operation_name(method: str) -> str:

@@ -13,7 +13,8 @@
                                  no endpoint is configured)
 
 This is a public contract that scripts rely on: ``next`` prints only numbers on stdout, one per
-line, as they are taken; errors go to stderr as one line, with exit status 1 (2 for usage).
+line, as they are taken; errors go to stderr as one line, with exit status 1 (2 for usage), and
+a traceback only with ``-v``.
 Options may be given before or after the command.
 """
 
@@ -23,12 +24,13 @@ import argparse
 import asyncio
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from aioseq import __version__
 from aioseq._store import DynamoStore
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
-from aioseq.errors import AioseqError
+from aioseq.errors import CounterNotFound
 from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 __all__ = ["main"]
@@ -128,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=STRATEGIES,
         help="run only this strategy (repeatable)",
     )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the counters and items the demo wrote (default: deleted after each row)",
+    )
     return parser
 
 
@@ -169,12 +176,17 @@ async def _next(args: argparse.Namespace) -> int:
 
 async def _current(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        print(await make_taker(store, args.strategy, args.key).current())
+        taker = make_taker(store, args.strategy, args.key)
+        if not await taker.counter.exists():
+            raise CounterNotFound(args.key, store.table.name)
+        print(await taker.current())
     return 0
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from aioseq.demo import embedded_or_configured_endpoint, format_table, run_demo
+    from aioseq.demo import check_arguments, embedded_or_configured_endpoint, format_table, run_demo
+
+    check_arguments(count=args.count, concurrency=args.concurrency, instances=args.instances)
 
     with embedded_or_configured_endpoint(getattr(args, "endpoint_url", None)) as (
         endpoint,
@@ -195,6 +207,7 @@ async def _demo(args: argparse.Namespace) -> int:
             instances=args.instances,
             strategies=args.strategies or STRATEGIES,
             fresh_table=embedded,
+            keep=args.keep,
         )
     print(format_table(rows))
     failed = [r.strategy for r in rows if not r.ok]
@@ -219,14 +232,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return asyncio.run(_COMMANDS[args.command](args))
-    except AioseqError as exc:
-        print(f"aioseq {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # stdout closed early (| head): not an error
         sys.stderr.close()
         return 0
+    except Exception as exc:  # aioseq's typed errors, and anything it failed to type
+        if verbosity:
+            traceback.print_exc(file=sys.stderr)
+        message = " ".join(str(exc).split())  # one line, whatever the error's text holds
+        print(f"aioseq {args.command}: error: {type(exc).__name__}: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

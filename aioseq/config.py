@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ __all__ = [
     "RetryPolicy",
     "TableSpec",
     "check_attribute_name",
+    "check_seconds",
     "check_table_name",
 ]
 
@@ -100,6 +102,19 @@ def check_attribute_name(name: object, what: str = "attribute name") -> str:
     return name
 
 
+def check_seconds(value: object, what: str) -> float:
+    """A duration in seconds: a finite number > 0 (``bool``, NaN and infinity are not).
+    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not value > 0
+    ):
+        raise ConfigurationError(f"{what} must be a finite number of seconds > 0, not {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """The layout of the table that holds counter items (and, for the item-writing strategies,
@@ -171,6 +186,11 @@ class RetryPolicy:
         max_delay_secs: seconds after which no new attempt starts (> 0).
         initial_backoff_secs: the cap of the first wait, in seconds (> 0).
         max_backoff_secs: the largest wait, in seconds (>= initial_backoff_secs).
+        max_unreachable_secs: how long an endpoint that cannot be connected to at all
+            (connection refused, no such host, connect timeout:
+            :class:`~aioseq.errors.EndpointUnreachable`) is retried, in seconds since the
+            first attempt (> 0). Such a request was never sent, and retrying a gone server
+            for the whole ``max_delay_secs`` only delays the error.
         sleep: the coroutine used to wait (inject a fake one in tests).
     """
 
@@ -178,6 +198,7 @@ class RetryPolicy:
     max_delay_secs: float = 60.0
     initial_backoff_secs: float = 0.005
     max_backoff_secs: float = 1.0
+    max_unreachable_secs: float = 3.0
     sleep: Sleep = field(default=asyncio.sleep, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -189,9 +210,12 @@ class RetryPolicy:
             raise ConfigurationError(
                 f"max_attempts must be an int in 1..10000: {self.max_attempts!r}"
             )
-        for name in ("max_delay_secs", "initial_backoff_secs", "max_backoff_secs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ConfigurationError(f"{name} must be a positive number: {value!r}")
+        for name in (
+            "max_delay_secs",
+            "initial_backoff_secs",
+            "max_backoff_secs",
+            "max_unreachable_secs",
+        ):
+            check_seconds(getattr(self, name), name)
         if self.max_backoff_secs < self.initial_backoff_secs:
             raise ConfigurationError("max_backoff_secs must be >= initial_backoff_secs")

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from aioseq._store import DynamoStore, configured_endpoint
+from aioseq._store import DynamoStore, check_count, configured_endpoint
 from aioseq.config import TableSpec
 from aioseq.workload import (
     GAPLESS_STRATEGIES,
@@ -19,7 +19,14 @@ from aioseq.workload import (
     stored_numbers,
 )
 
-__all__ = ["DemoRow", "embedded_or_configured_endpoint", "format_table", "run_demo"]
+__all__ = [
+    "DemoRow",
+    "check_arguments",
+    "delete_collection",
+    "embedded_or_configured_endpoint",
+    "format_table",
+    "run_demo",
+]
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,51 @@ def embedded_or_configured_endpoint(endpoint_url: str | None) -> Iterator[tuple[
         yield server.endpoint_url, True
 
 
+def check_arguments(*, count: int, concurrency: int, instances: int) -> None:
+    """Refuse bad demo arguments before anything is started or written.
+
+    Raises:
+        ConfigurationError: a count, concurrency or instances that is not a positive int
+            (or is above what :func:`~aioseq.workload.run_workload` takes).
+    """
+    check_count(count, "count", maximum=10**9)
+    check_count(concurrency, "concurrency", maximum=100_000)
+    check_count(instances, "instances", maximum=10_000)
+
+
+async def delete_collection(store: DynamoStore, partition: str) -> int:
+    """Delete every item whose partition key is ``partition`` (a counter item and the items it
+    numbered): paginated ``Query`` of the keys (0.5 RCU per 4 KB), then ``BatchWriteItem``
+    deletes of 25 (1 WCU each). Returns how many were deleted. For the demo's own counters."""
+    table = store.table
+    names = {"#pk": table.partition_key}
+    if table.sort_key is not None:
+        names["#sk"] = table.sort_key
+    params: dict[str, object] = {
+        "TableName": table.name,
+        "KeyConditionExpression": "#pk = :partition",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":partition": {"S": partition}},
+        "ProjectionExpression": ", ".join(names),
+        "ConsistentRead": True,
+    }
+    keys: list[dict[str, object]] = []
+    while True:
+        page = await store.call("query", **params)
+        keys.extend(page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            break
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    for start in range(0, len(keys), 25):
+        requests = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
+        for _ in range(10):  # unprocessed deletes (throttling) are sent again, a few times
+            answer = await store.call("batch_write_item", RequestItems={table.name: requests})
+            requests = answer.get("UnprocessedItems", {}).get(table.name, [])
+            if not requests:
+                break
+    return len(keys)
+
+
 async def run_demo(
     *,
     endpoint_url: str,
@@ -78,16 +130,22 @@ async def run_demo(
     instances: int,
     strategies: Sequence[str] = STRATEGIES,
     fresh_table: bool = False,
+    keep: bool = False,
 ) -> list[DemoRow]:
     """Run ``count`` numbers through each strategy and check them; the strategies with a
     group-commit mode run twice, with their defaults (grouped) and ungrouped (row
     ``<strategy> --no-group``).
 
     Each strategy gets its own counter key (``demo-<run id>-<strategy>``), so a demo against a
-    shared server never touches existing counters. With ``fresh_table`` (the embedded server)
-    each strategy also gets its own table, which keeps moto's transactions fast (moto copies
-    every table on each transaction).
+    shared server never touches existing counters, and its counters and items are deleted
+    after their row unless ``keep``. With ``fresh_table`` (the embedded server, thrown away at
+    the end) each strategy also gets its own table, which keeps moto's transactions fast (moto
+    copies every table on each transaction).
+
+    Raises:
+        ConfigurationError: bad arguments, before anything is written.
     """
+    check_arguments(count=count, concurrency=concurrency, instances=instances)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     rows = []
     async with DynamoStore.open(
@@ -132,6 +190,8 @@ async def run_demo(
                     gapless=strategy in GAPLESS_STRATEGIES,
                 )
             )
+            if not keep and not fresh_table:
+                await delete_collection(store, key)
             if store is not shared:
                 await store.aclose()
     return rows

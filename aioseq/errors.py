@@ -18,7 +18,9 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterNotFound",
     "CounterValueInvalid",
+    "EndpointUnreachable",
     "ItemAlreadyExists",
     "NumberOutOfRange",
     "RetriesExhausted",
@@ -35,7 +37,17 @@ __all__ = [
 
 
 class AioseqError(Exception):
-    """Base class of every error aioseq raises."""
+    """Base class of every error aioseq raises.
+
+    Attributes:
+        maybe_applied: True when the call that raised may have written all the same: a
+            request was applied but its answer was lost (a reset, a timeout, a 5xx) and that
+            could not be resolved before the error (the retry policy ran out, the store was
+            closed). False means nothing was written. Tell a client to look before it tries
+            again (an HTTP service: no ``Retry-After``).
+    """
+
+    maybe_applied = False
 
 
 class ConfigurationError(AioseqError, ValueError):
@@ -98,17 +110,40 @@ def _describe(found: Mapping[str, Any] | None) -> str:
     return "holds a number that is not whole" if any(c in text for c in ".eE") else "is invalid"
 
 
+class CounterNotFound(AioseqError, LookupError):
+    """The counter has never been used: no counter item (or, for the sort-key strategy, no
+    numbered item in its collection).
+
+    Attributes:
+        key: the counter key.
+        table: the table's name.
+    """
+
+    def __init__(self, key: str, table: str) -> None:
+        self.key = key
+        self.table = table
+        super().__init__(
+            f"counter {key!r} does not exist in table {table!r}; it is made by the"
+            " first number taken"
+        )
+
+
 class RetriesExhausted(AioseqError):
     """The retry policy ran out of attempts or time.
 
     Attributes:
         attempts: how many attempts were made (1 = no retry).
         last_error: the error of the last attempt (also ``__cause__``).
+        maybe_applied: an attempt failed in a way that may hide its success (see
+            :class:`AioseqError`), so something may have been written.
     """
 
-    def __init__(self, attempts: int, last_error: BaseException | None) -> None:
+    def __init__(
+        self, attempts: int, last_error: BaseException | None, *, maybe_applied: bool = False
+    ) -> None:
         self.attempts = attempts
         self.last_error = last_error
+        self.maybe_applied = maybe_applied
         super().__init__(f"gave up after {attempts} attempts; last error: {last_error!r}")
 
 
@@ -137,9 +172,6 @@ class StoreError(AioseqError):
     """
 
     retryable = False
-    #: True when the request may have been applied although it failed (a lost connection, a
-    #: 5xx): a retry must find out whether it was, not assume it.
-    maybe_applied = False
 
     def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
         self.code = code
@@ -230,3 +262,12 @@ class ConnectionFailed(StoreError):
 
     retryable = True
     maybe_applied = True
+
+
+class EndpointUnreachable(ConnectionFailed):
+    """No connection to the endpoint could be made (refused, no such host, connect timeout), so
+    the request was never sent and nothing was applied. Retried only for
+    ``RetryPolicy.max_unreachable_secs`` (3 s by default): an endpoint that stays unreachable
+    is reported quickly, naming it, instead of after the whole retry budget."""
+
+    maybe_applied = False

@@ -58,8 +58,10 @@ E = TypeVar("E")
 #: ``"abandoned"`` unused at close and not given back, ``"out_of_range"`` past 38 digits (a block
 #: allocator); ``"unresolved"``: a conditional write whose answer was lost, and whose outcome
 #: could no longer be told when it was resent (more writes followed it than the counter item
-#: remembers), so its numbers may have been taken and not handed out (optimistic, gapless).
-WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved"]
+#: remembers), so its numbers may have been taken and not handed out (optimistic, gapless);
+#: ``"cancelled"``: numbers a block allocator had given to a caller that was cancelled in the
+#: instant between being served and resuming, so it never took them.
+WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved", "cancelled"]
 
 
 @dataclass(frozen=True)

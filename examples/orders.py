@@ -157,6 +157,7 @@ def http_error(error: AioseqError) -> HttpError:
     ============================================================  ==========================
     error                                                         status
     ============================================================  ==========================
+    any error with ``maybe_applied`` (the order may be stored)    500, "may have been stored"
     ``ItemAlreadyExists`` (the order's key is taken)              409 Conflict
     ``ConfigurationError``, ``ValidationFailed`` (a bad item)     422 Unprocessable Content
     ``Throttled``, ``TransactionConflict``, ``ServiceUnavailable``,
@@ -165,13 +166,20 @@ def http_error(error: AioseqError) -> HttpError:
     ``CounterValueInvalid``: the service is misconfigured)        500
     ============================================================  ==========================
 
-    5xx details say nothing about the inside; the error is logged instead. A 409, a 422 or a
-    500 means no order was stored and no order number was used up (the counter is gapless).
-    A 503 after ``RetriesExhausted`` or ``ConnectionFailed`` may follow a transaction that
-    DynamoDB applied but whose answer was lost: the order may be stored under its number
-    (see :meth:`aioseq.GaplessCounter.put`), and a client that posts again creates a second
-    order.
+    5xx details say nothing about the inside; the error is logged instead. Every answer but
+    the first row means no order was stored and no order number was used up (the counter is
+    gapless), so a 503 is safe to retry. ``maybe_applied`` is set when a transaction may have
+    been applied with its answer lost and aioseq could not find out before it gave up (its
+    retry policy ran out, or the store was closed under it, as at shutdown): the order may be
+    stored under its number, so the answer tells the client to look before it posts again,
+    and carries no ``Retry-After`` (a client that posts again blindly could create the order
+    twice).
     """
+    if error.maybe_applied:
+        log.error("order may have been stored; the client is told to check", exc_info=error)
+        return HttpError(
+            500, "the order may have been stored: look for it before you post it again"
+        )
     if isinstance(error, ItemAlreadyExists):
         return HttpError(409, str(error))
     if isinstance(error, (ConfigurationError, ValidationFailed)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def test_bad_arguments_are_refused_before_any_write(
     run = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, *args)
     assert run.returncode == 1 and "ConfigurationError" in run.stderr
     current = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "current", "k")
-    assert current.stdout == "0\n"
+    assert (current.returncode, current.stdout) == (1, "")  # no counter item was made
+    assert "CounterNotFound" in current.stderr
 
 
 def test_group_for_a_strategy_without_group_mode_is_refused(
@@ -92,6 +94,75 @@ def test_group_for_a_strategy_without_group_mode_is_refused(
 ) -> None:
     run = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "next", "k", "--group")
     assert run.returncode == 1 and "no group mode" in run.stderr
+
+
+@pytest.mark.parametrize("strategy", ["optimistic", "sort-key", "transactional"])
+@pytest.mark.parametrize("flag", ["--group", "--no-group"])
+def test_group_and_no_group_are_both_accepted(
+    aioseq_endpoint: str, table: str, strategy: str, flag: str
+) -> None:
+    run = aioseq(
+        "--endpoint-url", aioseq_endpoint, "--table", table,
+        "next", "k", "--strategy", strategy, "--count", "6", "--concurrency", "3", flag,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert_exactly(map(int, run.stdout.split()), 1, 6)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_current_of_a_counter_never_used_fails(
+    aioseq_endpoint: str, table: str, strategy: str
+) -> None:
+    run = aioseq(
+        "--endpoint-url", aioseq_endpoint, "--table", table,
+        "current", "never-used", "--strategy", strategy,
+    )  # fmt: skip
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr.count("\n") == 1
+    assert "CounterNotFound" in run.stderr and "'never-used'" in run.stderr
+
+
+def test_an_unreachable_endpoint_fails_fast_in_one_line_naming_it() -> None:
+    run = aioseq("next", "k", "--endpoint-url", "http://127.0.0.1:1", timeout=30)
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert "EndpointUnreachable" in run.stderr and "http://127.0.0.1:1" in run.stderr
+
+
+def _without_aws(**extra: str) -> dict[str, str]:
+    """This environment without any AWS setting (no profile, no instance metadata)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_EC2_METADATA_DISABLED="true",
+        **extra,
+    )
+    return env
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [({}, "no AWS region"), ({"AWS_REGION": "eu-west-1"}, "no AWS credentials")],
+)
+def test_missing_region_or_credentials_is_one_line(extra: dict[str, str], message: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "aioseq", "next", "k"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=_without_aws(**extra),
+    )
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr.count("\n") == 1 and message in run.stderr
+    assert "ConfigurationError" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_verbose_shows_the_traceback() -> None:
+    run = aioseq("-v", "next", "k", "--endpoint-url", "127.0.0.1:8000")
+    assert run.returncode == 1
+    assert "Traceback" in run.stderr and "must be an http:// or https:// URL" in run.stderr
 
 
 def test_unknown_strategy_is_a_usage_error() -> None:
@@ -114,7 +185,7 @@ def test_four_processes_at_once_on_one_counter(
         sys.executable, "-m", "aioseq", "--endpoint-url", aioseq_endpoint, "--table", table,
         "next", "shared", "--strategy", strategy,
         "--count", str(count), "--concurrency", str(concurrency),
-        *(["--group"] if group else []),
+        "--group" if group else "--no-group",
     ]  # fmt: skip
     processes = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -149,6 +220,47 @@ def test_demo_against_a_server_checks_every_strategy(aioseq_endpoint: str, table
     for strategy in STRATEGIES:
         assert re.search(rf"^{strategy} +40 .* ok$", run.stdout, re.MULTILINE), run.stdout
     assert "all checks passed" in run.stdout
+
+
+@pytest.mark.parametrize("args", [["--count", "-1"], ["--concurrency", "0"], ["--instances", "0"]])
+def test_demo_refuses_bad_arguments_before_it_touches_the_table(
+    aioseq_endpoint: str, args: list[str]
+) -> None:
+    name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
+    run = aioseq("demo", "--endpoint-url", aioseq_endpoint, "--table", name, *args)
+    assert run.returncode == 1 and "ConfigurationError" in run.stderr
+    assert asyncio.run(_table_exists(aioseq_endpoint, name)) is False
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_demo_removes_what_it_wrote_unless_asked_to_keep_it(
+    aioseq_endpoint: str, table: str, keep: bool
+) -> None:
+    run = aioseq(
+        "demo", "--endpoint-url", aioseq_endpoint, "--table", table,
+        "--count", "10", "--concurrency", "2", *(["--keep"] if keep else []),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    items = asyncio.run(_item_count(aioseq_endpoint, table))
+    assert (items > 0) if keep else (items == 0)
+
+
+async def _table_exists(endpoint: str, name: str) -> bool:
+    from aioseq import TableNotFound
+
+    async with DynamoStore.open(table=TableSpec(name=name), endpoint_url=endpoint) as store:
+        try:
+            await store.check_table()
+        except TableNotFound:
+            return False
+        return True
+
+
+async def _item_count(endpoint: str, name: str) -> int:
+    from checks import item_count
+
+    async with DynamoStore.open(table=TableSpec(name=name), endpoint_url=endpoint) as store:
+        return await item_count(store)
 
 
 def test_demo_starts_its_own_server_when_no_endpoint_is_configured() -> None:

@@ -20,6 +20,7 @@ from aioseq import (
     ConnectionFailed,
     CounterValueInvalid,
     DynamoStore,
+    EndpointUnreachable,
     ItemAlreadyExists,
     NumberOutOfRange,
     RetriesExhausted,
@@ -135,6 +136,11 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
     assert (response.status_code, response.json()) == (500, {"detail": "orders are unavailable"})
 
 
+def _cut_off(error: StoreClosed) -> StoreClosed:
+    error.maybe_applied = True  # as DynamoStore.call() raises it when aclose() cuts it off
+    return error
+
+
 @pytest.mark.parametrize(
     ("error", "status"),
     [
@@ -143,9 +149,13 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
         (ValidationFailed("too big", code="ValidationException"), 422),
         (Throttled("slow down", code="ThrottlingException"), 503),
         (TransactionConflict("busy", code="TransactionConflictException"), 503),
-        (ConnectionFailed("reset", code="ConnectionClosedError"), 503),
+        (EndpointUnreachable("refused", code="EndpointConnectionError"), 503),
         (RetriesExhausted(100, Throttled("slow down")), 503),
         (StoreClosed("shutting down"), 503),
+        # The order may be stored: the client must look before posting again.
+        (ConnectionFailed("reset", code="ConnectionClosedError"), 500),
+        (RetriesExhausted(100, Throttled("slow down"), maybe_applied=True), 500),
+        (_cut_off(StoreClosed("closed during the request")), 500),
         (TableNotFound("no table", code="ResourceNotFoundException"), 500),
         (NumberOutOfRange(10**10), 500),
         (CounterValueInvalid("orders", "value", {"S": "x"}), 500),
@@ -155,6 +165,7 @@ def test_http_statuses_of_aioseq_errors(error: AioseqError, status: int) -> None
     answer = http_error(error)
     assert answer.status == status
     assert answer.headers == ({"Retry-After": "1"} if status == 503 else {})
+    assert ("may have been stored" in answer.detail) == error.maybe_applied
 
 
 @pytest.mark.slow

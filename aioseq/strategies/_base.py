@@ -6,11 +6,11 @@ import asyncio
 import functools
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
-from aioseq._coalesce import Coalescer, Waiter
+from aioseq._coalesce import Coalescer, LoopBinding, Waiter
 from aioseq._store import check_count, check_key, number, parse_counter
 from aioseq.config import MAX_NUMBER, RECENT_WRITES
 from aioseq.errors import (
@@ -19,6 +19,7 @@ from aioseq.errors import (
     NumberOutOfRange,
     StoreClosed,
     TransactionCanceled,
+    ValidationFailed,
 )
 from aioseq.observe import WasteEvent, notify
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
@@ -58,6 +59,20 @@ def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -
     return codes <= TRANSIENT_REASONS
 
 
+def split_refused(group: Sequence[Waiter[Any, Any]], exc: ValidationFailed) -> int | None:
+    """After DynamoDB refused a whole group's request as invalid (``ValidationException``:
+    something in one item that only the server checks), the most puts the next request of
+    that commit may take. With one put, that put gets the error and groups go back to full
+    size (``None``); with more, the next requests take half as many, until the refused put
+    stands alone and fails alone. Nothing of a refused request is written, so the numbers
+    stay gapless; k puts with one bad one cost about log2(k) extra requests."""
+    if len(group) == 1:
+        if group[0].waiting:
+            group[0].future.set_exception(exc)
+        return None
+    return len(group) // 2
+
+
 def is_conflict(exc: BaseException) -> bool:
     """A lost race: a condition on the counter item (or the candidate key) was false."""
     if isinstance(exc, ConditionFailed):
@@ -95,13 +110,17 @@ class Strategy:
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
     ) -> None:
-        self.store = store
         self.key = check_key(key)
         self.max_value = check_count(max_value, "max_value")
         if max_in_flight is not None:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
         self._turns = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        self._group: Coalescer[Any, Any] | None = None  # the group-commit coalescer, if grouped
+        self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})")
+        self._closed = False
+        self.store = store
+        store._adopt(self)
         self._numbers = 0
         self._retries: Counter[str] = Counter()
         self._recovered = 0
@@ -130,9 +149,23 @@ class Strategy:
             f" numbers={s.numbers} conflicts={s.conflicts}>"
         )
 
-    def _check_open(self) -> None:
-        if self.store.closed:
+    def _check_open(self, *, store_closing_ok: bool = False) -> None:
+        """Raise :class:`~aioseq.errors.StoreClosed` once this object or its store is closed
+        (``store_closing_ok``: this object only, for the work a store's close does through
+        it), and :class:`~aioseq.errors.WrongEventLoop` from an event loop other than the one
+        it first ran in (its lock and its group belong to that loop)."""
+        if self._closed or (self.store.closed and not store_closing_ok):
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
+        self._binding.check()
+
+    async def aclose(self) -> None:
+        """Refuse new calls (:class:`~aioseq.errors.StoreClosed`); when grouped, let the group
+        in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
+        :meth:`DynamoStore.aclose <aioseq.DynamoStore.aclose>` calls it for every object made
+        on the store. No DynamoDB call."""
+        self._closed = True
+        if self._group is not None:
+            await self._group.close()
 
     def _grouper(
         self,
@@ -277,6 +310,18 @@ class Strategy:
                 event = WasteEvent(self.key, lost, "unresolved")
                 notify(self.store.observer.on_waste, event)
         return False
+
+    async def exists(self) -> bool:
+        """Whether the counter exists: its counter item is there (made by the first number
+        taken).
+
+        DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), retried on transient errors.
+
+        Raises:
+            RetriesExhausted, StoreError, StoreClosed.
+        """
+        self._check_open()
+        return await self._retry(self._read_counter_item) is not None
 
     async def current(self) -> int:
         """The counter item's value now: the last number handed out (0 if none yet).

@@ -195,7 +195,7 @@ class AtomicCounter(Strategy):
         """
         if not isinstance(numbers, range) or numbers.step != 1 or not numbers or numbers.start < 1:
             raise ConfigurationError(f"give_back takes a non-empty range of step 1: {numbers!r}")
-        self._check_open()
+        self._check_open(store_closing_ok=True)  # a closing store's allocators give back
         returned = await self._set_value_if(number(numbers.start - 1), expected=number(numbers[-1]))
         if returned:
             self._numbers -= len(numbers)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from aioseq._coalesce import Coalescer, Waiter
+from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._store import check_count
 from aioseq.config import MAX_NUMBER
@@ -96,9 +96,7 @@ class OptimisticCounter(Strategy):
         batch_window_secs: float = 0.0,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group: Coalescer[int, range] | None = self._grouper(
-            self._commit, group, None, None, batch_window_secs
-        )
+        self._group = self._grouper(self._commit, group, None, None, batch_window_secs)
         if write not in ("update", "put"):
             raise ConfigurationError(f"write must be 'update' or 'put': {write!r}")
         self.write: WriteForm = write

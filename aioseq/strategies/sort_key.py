@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Literal
 
-from aioseq._coalesce import Coalescer, Waiter
+from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._store import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE
@@ -15,6 +15,7 @@ from aioseq.errors import (
     ConfigurationError,
     CounterValueInvalid,
     TransactionCanceled,
+    ValidationFailed,
 )
 from aioseq.formatting import zero_pad
 from aioseq.strategies._base import (
@@ -22,6 +23,7 @@ from aioseq.strategies._base import (
     Strategy,
     is_conflict,
     is_retryable_cancellation,
+    split_refused,
 )
 from aioseq.strategies._recent_writes import new_token
 
@@ -119,7 +121,7 @@ class SortKeyCounter(Strategy):
         batch_window_secs: float = 0.0,
     ) -> None:
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
-        self._group: Coalescer[Item, int] | None = self._grouper(
+        self._group = self._grouper(
             self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
         )
         table = store.table
@@ -163,6 +165,14 @@ class SortKeyCounter(Strategy):
         """
         self._check_open()
         return await self._retry(self._query_max)
+
+    async def exists(self) -> bool:
+        """Whether the collection holds a numbered item (one ``Query``, as :meth:`current`).
+
+        Raises:
+            CounterValueInvalid, RetriesExhausted, StoreError, StoreClosed.
+        """
+        return await self.current() > 0
 
     async def _query_max(self) -> int:
         table = self.store.table
@@ -242,63 +252,73 @@ class SortKeyCounter(Strategy):
         # The write in flight: its callers, their items, its first number and its token.
         pending: tuple[list[Waiter[Item, int]], list[Item], int, str] | None = None
 
+        # After DynamoDB refused a group as invalid: the most puts per request (see
+        # split_refused), until the refused put is alone.
+        limit = MAX_GROUP_SIZE
+        condition = {
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": table.partition_key},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
         async def attempt() -> None:
-            nonlocal highest, pending
-            if pending is None or not any(put.waiting for put in pending[0]):
-                group: list[Waiter[Item, int]] = []
-                size = 0
-                for put in puts:
-                    if put.waiting and len(group) < MAX_GROUP_SIZE:
-                        size += item_size(put.request)
-                        if group and size > MAX_TRANSACTION_BYTES:
-                            break
-                        group.append(put)
-                if not group:
-                    return
-                if highest is None:
-                    highest = await self._query_max()
-                items = [
-                    {
-                        table.partition_key: {"S": self.key},
-                        self.sort_key: self.format_sort_key(highest + 1 + i),
-                        **put.request,
-                    }
-                    for i, put in enumerate(group)
-                ]
-                pending = (group, items, highest + 1, new_token())
-            group, items, first, token = pending
-            condition = {
-                "ConditionExpression": "attribute_not_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": table.partition_key},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-            try:
-                if len(items) == 1:
-                    await self.store.call(
-                        "put_item", TableName=table.name, Item=items[0], **condition
-                    )
-                else:
-                    actions = [
-                        {"Put": {"TableName": table.name, "Item": item, **condition}}
-                        for item in items
+            nonlocal highest, pending, limit
+            while True:
+                if pending is None or not any(put.waiting for put in pending[0]):
+                    group: list[Waiter[Item, int]] = []
+                    size = 0
+                    for put in puts:
+                        if put.waiting and len(group) < limit:
+                            size += item_size(put.request)
+                            if group and size > MAX_TRANSACTION_BYTES:
+                                break
+                            group.append(put)
+                    if not group:
+                        return
+                    if highest is None:
+                        highest = await self._query_max()
+                    items = [
+                        {
+                            table.partition_key: {"S": self.key},
+                            self.sort_key: self.format_sort_key(highest + 1 + i),
+                            **put.request,
+                        }
+                        for i, put in enumerate(group)
                     ]
-                    await self.store.call(
-                        "transact_write_items", ClientRequestToken=token, TransactItems=actions
-                    )
-            except (ConditionFailed, TransactionCanceled) as exc:
-                if not _stored_already(exc, items):
-                    pending = None  # nothing was written
-                    if is_conflict(exc):
-                        single = len(items) == 1 and self.on_conflict == "increment"
-                        highest = first if single else None
-                    raise
-                self._recovered += len(items)
-            pending = None
-            highest = first + len(group) - 1
-            self._numbers += len(group)
-            for n, put in enumerate(group, start=first):
-                if put.waiting:  # a caller cancelled during the write: its item is stored
-                    put.future.set_result(n)
+                    pending = (group, items, highest + 1, new_token())
+                group, items, first, token = pending
+                try:
+                    if len(items) == 1:
+                        await self.store.call(
+                            "put_item", TableName=table.name, Item=items[0], **condition
+                        )
+                    else:
+                        actions = [
+                            {"Put": {"TableName": table.name, "Item": item, **condition}}
+                            for item in items
+                        ]
+                        await self.store.call(
+                            "transact_write_items", ClientRequestToken=token, TransactItems=actions
+                        )
+                except ValidationFailed as exc:
+                    pending = None  # refused whole: nothing was written
+                    limit = split_refused(group, exc) or MAX_GROUP_SIZE
+                    continue
+                except (ConditionFailed, TransactionCanceled) as exc:
+                    if not _stored_already(exc, items):
+                        pending = None  # nothing was written
+                        if is_conflict(exc):
+                            single = len(items) == 1 and self.on_conflict == "increment"
+                            highest = first if single else None
+                        raise
+                    self._recovered += len(items)
+                pending = None
+                highest = first + len(group) - 1
+                self._numbers += len(group)
+                for n, put in enumerate(group, start=first):
+                    if put.waiting:  # a caller cancelled during the write: its item is stored
+                        put.future.set_result(n)
+                return
 
         await self._retry(
             attempt,

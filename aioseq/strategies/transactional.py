@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from aioseq._coalesce import Coalescer, Waiter
+from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._store import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
@@ -27,6 +27,7 @@ from aioseq.strategies._base import (
     MAX_TRANSACTION_BYTES,
     Strategy,
     is_retryable_cancellation,
+    split_refused,
 )
 from aioseq.strategies._recent_writes import CounterWrite
 
@@ -141,7 +142,7 @@ class GaplessCounter(Strategy):
         batch_window_secs: float = 0.0,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group: Coalescer[ItemSpec, int] | None = self._grouper(
+        self._group = self._grouper(
             self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
         )
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
@@ -151,19 +152,56 @@ class GaplessCounter(Strategy):
         self.number_attribute = check_attribute_name(number_attribute, "number_attribute")
 
     def _make_item(self, item: ItemSpec, n: int) -> dict[str, Any]:
-        made = dict(item(n)) if callable(item) else {**item, self.number_attribute: n}
-        serialized = serialize(made)
-        if self.item_partition_key not in serialized:
+        """The item for number ``n``, serialized and checked as far as aioseq can: a mapping,
+        with DynamoDB types only (no empty set, no float, no NaN), its key attributes present
+        with the store table's key types when it goes there, key values within DynamoDB's
+        limits, at most 400 KB, not the counter item.
+
+        Raises:
+            ConfigurationError: one of those does not hold (whatever the item function
+                raises propagates as it is).
+        """
+        if callable(item):
+            made = item(n)
+            if not isinstance(made, Mapping):
+                raise ConfigurationError(
+                    "the item function must return a mapping of attribute names to values,"
+                    f" not {type(made).__name__}"
+                )
+        elif isinstance(item, Mapping):
+            made = {**item, self.number_attribute: n}
+        else:
             raise ConfigurationError(
-                f"the item has no partition key attribute {self.item_partition_key!r}"
+                "put() takes a mapping of attribute names to values, or a function of the"
+                f" number that returns one, not {type(item).__name__}"
             )
+        serialized = serialize(made)
         self._check_key_values(serialized)
+        self._check_key_attributes(serialized)
         check_item_size(serialized)
         if self.item_table == self.store.table.name:
             counter_key = self.store.counter_item_key(self.key)
             if all(serialized.get(name) == value for name, value in counter_key.items()):
                 raise ConfigurationError("the item's key is the counter item's key")
         return serialized
+
+    def _check_key_attributes(self, item: Mapping[str, Any]) -> None:
+        """The partition key is there; in the store's own table, so is the sort key, and both
+        have the table's key types (another table's schema is the server's to check)."""
+        table = self.store.table
+        own_table = self.item_table == table.name
+        wanted = {self.item_partition_key: ("partition", "S" if own_table else None)}
+        if own_table and table.sort_key is not None:
+            wanted[table.sort_key] = ("sort", table.sort_key_type)
+        for name, (role, kind) in wanted.items():
+            value = item.get(name)
+            if value is None:
+                raise ConfigurationError(f"the item has no {role} key attribute {name!r}")
+            if kind is not None and set(value) != {kind}:
+                raise ConfigurationError(
+                    f"the item's key attribute {name!r} must be of type {kind} in table"
+                    f" {table.name!r}, not {next(iter(value))}"
+                )
 
     def _check_key_values(self, item: Mapping[str, Any]) -> None:
         """String key values within DynamoDB's limits: a partition key of 1 to 2048 UTF-8
@@ -196,8 +234,13 @@ class GaplessCounter(Strategy):
             the item's number (a positive ``int``).
 
         Raises:
-            ConfigurationError: the item is invalid: a value with no DynamoDB type, no
-                partition key, the counter item's key, or over 400 KB (nothing is written).
+            ConfigurationError: the item is invalid: not a mapping (or an item function
+                returned none), a value with no DynamoDB type (a float, NaN, an empty set), a
+                key attribute missing or (in the store's table) of the wrong type, the
+                counter item's key, or over 400 KB (nothing is written, no number is used).
+            ValidationFailed: DynamoDB refused the item (what only the server can check, such
+                as another table's key types): nothing is written, no number is used; in a
+                group it fails alone and the rest is committed without it.
             ItemAlreadyExists: an item with that primary key exists (nothing is written, the
                 counter is unchanged).
             CounterValueInvalid: the counter item's value is not a whole number.
@@ -230,13 +273,16 @@ class GaplessCounter(Strategy):
         maybe_applied = False  # an attempt of it failed in a way that may hide its success
         group: list[Put] = []
         items: list[dict[str, Any]] = []
+        # After DynamoDB refused a group as invalid: the most puts per transaction, halved at
+        # each refusal until the put it refuses is alone and fails alone.
+        limit: int | None = None
 
         async def attempt() -> None:
-            nonlocal sent, maybe_applied, group, items
+            nonlocal sent, maybe_applied, group, items, limit
             while True:
                 if sent is None:
                     before = await self._last_seen_state()
-                    group, items = self._fill_group(puts, before.value)
+                    group, items = self._fill_group(puts, before.value, limit)
                     if not group:
                         return
                     write = self._new_write(before, len(group))
@@ -288,6 +334,10 @@ class GaplessCounter(Strategy):
                             raise
                         continue
                     self._saw(found)
+                except ValidationFailed as exc:
+                    sent = None  # refused whole: nothing was written
+                    limit = split_refused(group, exc)
+                    continue
                 except StoreError as exc:
                     maybe_applied = maybe_applied or exc.maybe_applied
                     raise
@@ -305,9 +355,11 @@ class GaplessCounter(Strategy):
             retry_if=lambda e: is_transient(e) or is_retryable_cancellation(e, lost_race_at=0),
         )
 
-    def _fill_group(self, puts: list[Put], current: int) -> tuple[list[Put], list[dict[str, Any]]]:
-        """The waiting puts that go into the next transaction, and their items numbered from
-        ``current + 1``. A put whose item cannot be made fails alone."""
+    def _fill_group(
+        self, puts: list[Put], current: int, limit: int | None = None
+    ) -> tuple[list[Put], list[dict[str, Any]]]:
+        """The waiting puts that go into the next transaction (at most ``limit``), and their
+        items numbered from ``current + 1``. A put whose item cannot be made fails alone."""
         group: list[Put] = []
         items: list[dict[str, Any]] = []
         keys: set[str] = set()
@@ -315,6 +367,8 @@ class GaplessCounter(Strategy):
         for put in puts:
             if not put.waiting:
                 continue
+            if limit is not None and len(group) >= limit:
+                break
             number = self._check_number(current + len(group) + 1)  # no put gets past it
             try:
                 item = self._make_item(put.request, number)
