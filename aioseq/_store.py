@@ -10,21 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import socket
 import time
-import urllib.parse
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AsyncExitStack
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aioboto3
 import aiohttp
 from aiobotocore.config import AioConfig
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer  # type: ignore[import-untyped]
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -38,22 +34,19 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from aioseq.config import (
-    DEFAULT_TABLE_NAME,
-    MAX_ITEM_BYTES,
-    MAX_NUMBER,
-    MAX_PARTITION_KEY_BYTES,
-    RetryPolicy,
-    TableSpec,
+from aioseq._values import (
+    Item,
+    check_count,
+    check_endpoint_url,
+    check_region,
     check_seconds,
 )
+from aioseq.config import DEFAULT_TABLE_NAME, RetryPolicy, TableSpec
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     ConnectionFailed,
-    CounterValueInvalid,
     EndpointUnreachable,
-    NumberOutOfRange,
     ServiceUnavailable,
     StoreClosed,
     StoreError,
@@ -74,9 +67,6 @@ __all__ = ["DynamoStore"]
 
 log = logging.getLogger("aioseq")
 
-AttributeValue = dict[str, Any]
-Item = dict[str, AttributeValue]
-
 #: DynamoDB error code -> aioseq error class (ADY's ``ERRORS``, HC's ``map_exceptions``).
 _ERRORS: dict[str, type[StoreError]] = {
     "ConditionalCheckFailedException": ConditionFailed,
@@ -91,9 +81,6 @@ _ERRORS: dict[str, type[StoreError]] = {
     "InternalServerError": ServiceUnavailable,
     "ServiceUnavailable": ServiceUnavailable,
 }
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 #: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
 LOCAL_REGION = "us-east-1"
@@ -155,180 +142,6 @@ _NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
     " or run where a role provides them"
 )
-#: botocore's own rule for region names (``botocore.utils.validate_region_name``).
-_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
-
-
-def check_endpoint_url(url: object, what: str) -> str:
-    """An endpoint URL: ``http://`` or ``https://`` with a host, e.g.
-    ``http://127.0.0.1:8000``. Raises :class:`ConfigurationError`."""
-    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
-    try:
-        port_ok = parts is not None and (parts.port is None or parts.port > 0)
-    except ValueError:
-        port_ok = False
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise ConfigurationError(
-            f"{what} must be an http:// or https:// URL with a host, such as"
-            f" 'http://127.0.0.1:8000', not {url!r}"
-        )
-    return str(url)
-
-
-def check_region(region: object, what: str) -> str:
-    """An AWS region name such as ``eu-west-1``. Raises :class:`ConfigurationError`."""
-    if not isinstance(region, str) or not _REGION.fullmatch(region):
-        raise ConfigurationError(
-            f"{what} must be an AWS region name such as 'eu-west-1', not {region!r}"
-        )
-    return region
-
-
-def check_key(
-    key: object, what: str = "counter key", *, maximum: int = MAX_PARTITION_KEY_BYTES
-) -> str:
-    """Validate a counter key / partition key value: a non-empty ``str`` of valid Unicode and
-    at most ``maximum`` UTF-8 bytes (DynamoDB's 2048 for a partition key). Any characters are
-    fine: key values travel as AttributeValues, never in an expression's text.
-    Raises :class:`ConfigurationError`."""
-    if not isinstance(key, str):
-        raise ConfigurationError(f"{what} must be a str, not {type(key).__name__}")
-    if not key:
-        raise ConfigurationError(f"{what} must not be empty")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ConfigurationError(f"{what} must be valid Unicode (no lone surrogates)") from None
-    if size > maximum:
-        raise ConfigurationError(f"{what} must be at most {maximum} UTF-8 bytes, not {size}")
-    return key
-
-
-def check_count(n: object, what: str = "count", *, maximum: int = MAX_NUMBER) -> int:
-    """Validate a positive whole count (``bool`` is not one). Raises :class:`ConfigurationError`."""
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise ConfigurationError(f"{what} must be an int, not {type(n).__name__}")
-    if not 1 <= n <= maximum:
-        raise ConfigurationError(f"{what} must be an int from 1 to {maximum}, not {n}")
-    return n
-
-
-def number(n: int) -> AttributeValue:
-    """An ``N`` AttributeValue. Raises :class:`NumberOutOfRange` beyond 38 digits."""
-    if not -MAX_NUMBER <= n <= MAX_NUMBER:
-        raise NumberOutOfRange(n)
-    return {"N": str(n)}
-
-
-def parse_counter(item: Mapping[str, AttributeValue] | None, key: str, attribute: str) -> int:
-    """The counter's value: the whole number ``0 <= v <= 10**38 - 1`` in ``item[attribute]``;
-    0 when there is no counter item (``item`` is ``None`` or empty).
-
-    Raises:
-        CounterValueInvalid: the counter item exists without the attribute, or the attribute
-            is not a Number, or not a whole one, or is negative.
-    """
-    if not item:
-        return 0
-    value = item.get(attribute)
-    if value is None or set(value) != {"N"}:
-        raise CounterValueInvalid(key, attribute, value)
-    parsed = Decimal(value["N"])
-    if not parsed.is_finite() or parsed != parsed.to_integral_value() or parsed < 0:
-        raise CounterValueInvalid(key, attribute, value)
-    return int(parsed)
-
-
-def item_size(item: Mapping[str, AttributeValue]) -> int:
-    """The size DynamoDB counts for an item (AttributeValues), in bytes, by the rules of its
-    guide ("Item sizes and formats"): names and strings in UTF-8 bytes, binary in bytes, a
-    number 1 byte per 2 significant digits plus 1, a boolean or null 1, a list or map 3 plus 1
-    per element, a set the sum of its elements. Rounded up, so an upper bound."""
-    return sum(
-        len(name.encode("utf-8", "surrogatepass")) + _value_size(v) for name, v in item.items()
-    )
-
-
-def _value_size(value: AttributeValue) -> int:
-    kind, data = next(iter(value.items()))
-    if kind == "S":
-        return len(str(data).encode("utf-8", "surrogatepass"))
-    if kind == "N":
-        mantissa = str(data).lstrip("+-").partition("e")[0].partition("E")[0]
-        digits = max(1, len(mantissa.replace(".", "").strip("0")))
-        return (digits + 1) // 2 + 1
-    if kind == "B":
-        return len(data)
-    if kind in ("SS", "NS", "BS"):
-        return sum(_value_size({kind[0]: element}) for element in data)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(element) for element in data)
-    if kind == "M":
-        return 3 + sum(1 + item_size({name: element}) for name, element in data.items())
-    return 1  # BOOL, NULL
-
-
-def check_item_size(item: Mapping[str, AttributeValue]) -> None:
-    """Raise :class:`ConfigurationError` if ``item`` would not fit DynamoDB's 400 KB item limit
-    (by :func:`item_size`). The message gives sizes only, never the item."""
-    size = item_size(item)
-    if size > MAX_ITEM_BYTES:
-        raise ConfigurationError(
-            f"the item is {size:,} bytes; DynamoDB stores at most {MAX_ITEM_BYTES:,} bytes"
-            " (400 KB) per item, names included"
-        )
-
-
-def serialize(item: Mapping[str, Any]) -> Item:
-    """Plain Python values -> DynamoDB AttributeValues (boto3's ``TypeSerializer``: ``int`` and
-    ``Decimal`` become N, ``str`` S, ``bytes`` B, ``dict`` M, ``list`` L, ``set`` SS/NS/BS...).
-
-    Raises:
-        ConfigurationError: a value has no DynamoDB type (``float`` included: use ``Decimal``;
-            NaN and infinity), or is an empty set, anywhere in the item (DynamoDB refuses empty
-            sets; some local servers store them).
-    """
-    serialized: Item = {}
-    for name, value in item.items():
-        try:
-            serialized[str(name)] = _serializer.serialize(value)
-        except ArithmeticError:  # boto3's decimal context traps rounding
-            problem = "a number with more than 38 significant digits"
-        except (TypeError, ValueError) as exc:  # boto3's message shows the value: not ours
-            text = str(exc)
-            if "Float" in text:
-                problem = "a float (use int or Decimal)"
-            elif "NaN" in text or "Infinity" in text:
-                problem = "NaN or infinity"
-            else:
-                problem = "a value"
-            problem += " that has no DynamoDB type"
-        else:
-            if not _has_empty_set(serialized[str(name)]):
-                continue
-            problem = "an empty set, which DynamoDB does not store"
-        raise ConfigurationError(
-            f"attribute {name!r} ({type(value).__name__}) holds {problem}; DynamoDB stores"
-            " int, Decimal, str, bytes, bool, None, and lists, dicts and non-empty sets of them"
-        ) from None
-    return serialized
-
-
-def _has_empty_set(value: AttributeValue) -> bool:
-    """Whether an AttributeValue is, or holds in a list or map, an empty set."""
-    kind, data = next(iter(value.items()))
-    if kind in ("SS", "NS", "BS"):
-        return not data
-    if kind == "L":
-        return any(_has_empty_set(element) for element in data)
-    if kind == "M":
-        return any(_has_empty_set(element) for element in data.values())
-    return False
-
-
-def deserialize(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
-    """DynamoDB AttributeValues -> plain Python values (numbers become ``Decimal``)."""
-    return {name: _deserializer.deserialize(value) for name, value in item.items()}
 
 
 class DynamoStore:
@@ -681,7 +494,7 @@ class DynamoStore:
         spec = self.table
         item_key: Item = {spec.partition_key: {"S": key}}
         if spec.sort_key is not None:
-            item_key[spec.sort_key] = _serializer.serialize(spec.counter_sort_key)
+            item_key[spec.sort_key] = {spec.sort_key_type: str(spec.counter_sort_key)}
         return item_key
 
     # --- the table --------------------------------------------------------------------------

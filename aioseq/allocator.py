@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aioseq._coalesce import Coalescer, Waiter
-from aioseq._store import check_count, check_key
+from aioseq._values import check_count, check_key
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify

@@ -1,20 +1,39 @@
-"""Frozen configuration values: the table's layout and the retry policy."""
+"""Frozen configuration values: the table's layout and the retry policy.
+
+DynamoDB's limits and the checks of names are defined in :mod:`aioseq._values` and
+re-exported here, where the documentation has always named them."""
 
 from __future__ import annotations
 
 import asyncio
-import math
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from aioseq._values import (
+    MAX_DIGITS,
+    MAX_ITEM_BYTES,
+    MAX_KEY_ATTRIBUTE_NAME_BYTES,
+    MAX_NUMBER,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SAFE_INTEGER,
+    MAX_SORT_KEY_BYTES,
+    RECENT_WRITES,
+    RESERVED_ATTRIBUTES,
+    TOKEN_ATTRIBUTE,
+    TOKENS_ATTRIBUTE,
+    WRITES_ATTRIBUTE,
+    check_attribute_name,
+    check_seconds,
+    check_table_name,
+)
 from aioseq.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_TABLE_NAME",
     "MAX_DIGITS",
     "MAX_ITEM_BYTES",
+    "MAX_KEY_ATTRIBUTE_NAME_BYTES",
     "MAX_NUMBER",
     "MAX_PARTITION_KEY_BYTES",
     "MAX_SAFE_INTEGER",
@@ -33,86 +52,6 @@ __all__ = [
 
 #: The table ``aioseq create-table`` and ``DynamoStore.open()`` use when none is named.
 DEFAULT_TABLE_NAME = "aioseq"
-
-#: DynamoDB's Number type holds at most 38 significant digits.
-MAX_DIGITS = 38
-#: The largest sequence number aioseq hands out: 10**38 - 1.
-MAX_NUMBER = 10**MAX_DIGITS - 1
-
-#: JavaScript's ``Number.MAX_SAFE_INTEGER`` (2**53 - 1): pass it as ``max_value=`` when the
-#: numbers are read by JavaScript, which loses precision above it.
-MAX_SAFE_INTEGER = 2**53 - 1
-
-#: DynamoDB's limits on key values, in UTF-8 bytes: a partition key value (a counter key, an
-#: item collection) and a sort key value.
-MAX_PARTITION_KEY_BYTES = 2048
-MAX_SORT_KEY_BYTES = 1024
-#: DynamoDB's largest item (names and values), in bytes.
-MAX_ITEM_BYTES = 400 * 1024
-#: DynamoDB's longest name of a key attribute, in UTF-8 bytes.
-MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
-
-#: The attributes aioseq keeps for itself, so that a lost answer is resolved by checking,
-#: never by guessing (see :mod:`aioseq.strategies._recent_writes`):
-#:
-#: - ``aioseq_token`` (S) on every item the sort-key strategy stores: the idempotency token of
-#:   the ``put`` call that stored it;
-#: - ``aioseq_writes`` (N) on a counter item: how many conditional writes (optimistic and
-#:   gapless strategies) have moved it;
-#: - ``aioseq_tokens`` (L of S) on a counter item: the tokens of its last
-#:   :data:`RECENT_WRITES` conditional writes, write ``w`` (counting from 0) in slot
-#:   ``w % RECENT_WRITES``.
-TOKEN_ATTRIBUTE = "aioseq_token"
-WRITES_ATTRIBUTE = "aioseq_writes"
-TOKENS_ATTRIBUTE = "aioseq_tokens"
-RESERVED_ATTRIBUTES = frozenset({TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE, TOKENS_ATTRIBUTE})
-#: How many conditional writes a counter item remembers the tokens of. A retry whose earlier
-#: attempt's answer was lost can tell its own write from a rival's while fewer than this many
-#: writes followed it. 32 tokens of 16 characters keep a counter item under 1 KB (1 WCU).
-RECENT_WRITES = 32
-
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
-
-
-def check_table_name(name: object, what: str = "table name") -> str:
-    """A DynamoDB table name: 3 to 255 of ``A-Z a-z 0-9 _ - .``.
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
-    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
-        raise ConfigurationError(
-            f"{what} must be a str of 3 to 255 characters among A-Z a-z 0-9 _ - .: {name!r}"
-        )
-    return name
-
-
-def check_attribute_name(name: object, what: str = "attribute name") -> str:
-    """An attribute name: a non-empty ``str`` of at most 255 UTF-8 bytes (DynamoDB's limit for
-    key attributes). Any characters are fine: aioseq passes names only through
-    ``ExpressionAttributeNames``, never into an expression's text.
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
-    if not isinstance(name, str):
-        raise ConfigurationError(f"{what} must be a str, not {type(name).__name__}")
-    try:
-        size = len(name.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ConfigurationError(f"{what} must be valid Unicode (no lone surrogates)") from None
-    if not 1 <= size <= MAX_KEY_ATTRIBUTE_NAME_BYTES:
-        raise ConfigurationError(
-            f"{what} must be 1 to {MAX_KEY_ATTRIBUTE_NAME_BYTES} UTF-8 bytes, not {size}"
-        )
-    return name
-
-
-def check_seconds(value: object, what: str) -> float:
-    """A duration in seconds: a finite number > 0 (``bool``, NaN and infinity are not).
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not value > 0
-    ):
-        raise ConfigurationError(f"{what} must be a finite number of seconds > 0, not {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)

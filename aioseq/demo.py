@@ -8,7 +8,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from aioseq._store import DynamoStore, check_count, configured_endpoint
+from aioseq._store import DynamoStore, configured_endpoint
+from aioseq._values import check_count
 from aioseq.config import TableSpec
 from aioseq.workload import (
     GAPLESS_STRATEGIES,

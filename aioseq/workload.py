@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from aioseq._store import DynamoStore, check_count
+from aioseq._store import DynamoStore
+from aioseq._values import check_count
 from aioseq.errors import ConfigurationError
 from aioseq.strategies._base import Strategy
 

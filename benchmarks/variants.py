@@ -31,7 +31,8 @@ import aioboto3
 import boto3  # type: ignore[import-untyped]
 
 from aioseq import DynamoStore
-from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION, parse_counter
+from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION
+from aioseq._values import parse_counter
 from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
-from aioseq._store import check_count, check_key, number, parse_counter
+from aioseq._values import check_count, check_key, number, parse_counter
 from aioseq.config import MAX_NUMBER, RECENT_WRITES
 from aioseq.errors import (
     ConditionFailed,

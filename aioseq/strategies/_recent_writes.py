@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._store import AttributeValue, Item, number, parse_counter
+from aioseq._values import AttributeValue, Item, number, parse_counter
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
 
 __all__ = ["CounterState", "CounterWrite", "new_token"]

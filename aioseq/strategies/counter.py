@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aioseq._store import check_count, number, parse_counter
+from aioseq._values import check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import (
     ConditionFailed,

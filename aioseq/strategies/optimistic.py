@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
-from aioseq._store import check_count
+from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
-from aioseq._store import Item, check_count, check_item_size, item_size, number, serialize
+from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE
 from aioseq.errors import (
     ConditionFailed,

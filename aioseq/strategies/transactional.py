@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
-from aioseq._store import check_item_size, check_key, deserialize, item_size, serialize
+from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
     MAX_NUMBER,
     MAX_PARTITION_KEY_BYTES,

@@ -20,7 +20,7 @@ What it models
   ``DescribeTable``); until then each distinct item put counts as an item of its own.
 - **Write costs** ("Read/write capacity mode"; "Managing throughput for transactions"; the
   "Capacity unit consumption" pages): ``PutItem`` costs ``ceil(size / 1 KB)`` WCU, at least 1,
-  from the size of the item sent (:func:`aioseq._store.item_size`); ``UpdateItem`` and
+  from the size of the item sent (:func:`aioseq._values.item_size`); ``UpdateItem`` and
   ``DeleteItem`` cost 1 WCU, since their cost depends on the stored item's size, which the
   proxy cannot see (aioseq's counter items stay under 1 KB); each ``Put``, ``Update``,
   ``Delete`` and ``ConditionCheck`` action of a ``TransactWriteItems`` costs twice that on its
@@ -73,7 +73,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._store import item_size
+from aioseq._values import item_size
 from aioseq.errors import ConfigurationError
 
 __all__ = [
