@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test lint bench soak clean
+.PHONY: demo test lint bench bench-defaults soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -41,6 +41,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 
 bench: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks --server dynamodb-local $(ARGS)
+
+# The defaults of group commit and exactly once against their targets (~7 minutes; docs/performance/defaults.md).
+bench-defaults: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.defaults --server dynamodb-local $(ARGS)
 
 # Every strategy, 4 processes x 200 tasks x 20,000 numbers, 5% injected faults, all checked.
 soak: $(VENV)/.installed-dev .cache/dynamodb-local/.installed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -56,11 +57,30 @@ def versions() -> dict[str, str | None]:
     return found
 
 
+def revision() -> dict[str, Any] | None:
+    """The git commit the code was measured at, and the files then changed from it (the work
+    tree's ``git status --porcelain``, untracked files left out); ``None`` outside git."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout
+
+    try:
+        commit = git("rev-parse", "HEAD").strip()
+        changed = [line[3:] for line in git("status", "--porcelain", "-uno").splitlines()]
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "changed": changed}
+
+
 def header(endpoint: str) -> dict[str, Any]:
-    """Date, machine, versions, and the server measured."""
+    """Date, machine, versions, the code's revision, and the server measured."""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": machine(),
         "versions": versions(),
+        "revision": revision(),
         "endpoint": endpoint,
     }

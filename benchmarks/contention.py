@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import multiprocessing
 import statistics
@@ -54,7 +55,7 @@ from benchmarks._report import header
 from benchmarks.hot_path import measure_hot_path
 from benchmarks.variants import Place, Variant
 
-__all__ = ["Options", "Row", "main", "run", "run_row", "server"]
+__all__ = ["Options", "Row", "main", "process_pool", "run", "run_row", "server"]
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -106,6 +107,39 @@ class Share:
     requests: Counter[str]
     retries: Counter[str]
     conflicts: int
+    errors: Counter[str] = field(default_factory=Counter)
+    cpu_secs: float = 0.0
+    gc_secs: float = 0.0
+    gc_collections: tuple[int, int, int] = (0, 0, 0)
+
+
+class GcClock:
+    """Times the garbage collector while installed in ``gc.callbacks``: CPU seconds spent in
+    collections, and collections by generation."""
+
+    def __init__(self) -> None:
+        self.secs = 0.0
+        self.collections = [0, 0, 0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.secs += time.process_time() - self._started
+            self.collections[info["generation"]] += 1
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[GcClock]:
+        gc.callbacks.append(self)
+        try:
+            yield self
+        finally:
+            gc.callbacks.remove(self)
+
+
+#: What a call that raised returns to :func:`take_numbers` when errors are counted: no number.
+NO_NUMBER = 0
 
 
 async def run_share(
@@ -116,25 +150,53 @@ async def run_share(
     concurrency: int,
     time_budget_secs: float,
     ready: Callable[[], None] | None = None,
+    count_errors: bool = False,
 ) -> Share:
     """Open ``variant`` on ``place``, call ``ready()`` (the start barrier, in a thread), take
-    the numbers, close the contender and read what its client counted."""
+    the numbers, close the contender and read what its client counted. With ``count_errors``,
+    a call that raises is counted by error class (the task then makes its next call) instead
+    of ending the row; its latency is left out with it. ``cpu_secs``: this process's CPU time
+    while the numbers were taken; ``gc_secs``, ``gc_collections``: the part of it the garbage
+    collector took, and its collections by generation."""
+    errors: Counter[str] = Counter()
     async with variant.contender(place) as contender:
+        take = contender.take
+        if count_errors:
+
+            async def take() -> int:
+                try:
+                    return await contender.take()
+                except Exception as exc:
+                    errors[type(exc).__name__] += 1
+                    return NO_NUMBER
+
         if ready is not None:
             await asyncio.to_thread(ready)
-        taken = await take_numbers(
-            [contender.take],
-            count=count,
-            concurrency=concurrency,
-            time_budget_secs=time_budget_secs,
-        )
+        collector = GcClock()
+        cpu_before = time.process_time()
+        with collector.installed():
+            taken = await take_numbers(
+                [take],
+                count=count,
+                concurrency=concurrency,
+                time_budget_secs=time_budget_secs,
+            )
+        cpu_secs = time.process_time() - cpu_before
+    numbers, latencies = taken.numbers, taken.latencies_secs
+    if errors:
+        kept = [i for i, n in enumerate(numbers) if n != NO_NUMBER]
+        numbers, latencies = [numbers[i] for i in kept], [latencies[i] for i in kept]
     return Share(
-        taken.numbers,
-        taken.latencies_secs,
+        numbers,
+        latencies,
         taken.wall_secs,
         contender.requests(),
         contender.retries(),
         contender.conflicts(),
+        errors,
+        cpu_secs,
+        collector.secs,
+        (collector.collections[0], collector.collections[1], collector.collections[2]),
     )
 
 
@@ -147,13 +209,34 @@ def _init_worker(barrier: Any) -> None:
     _barrier = barrier
 
 
-def _share_in_worker(variant: Variant, place: Place, count: int, tasks: int, secs: float) -> Share:
+def process_pool(processes: int) -> ProcessPoolExecutor:
+    """``processes`` spawned worker processes that share one start barrier: each share of a
+    row run in them waits at it, so they start taking numbers together (interpreter start-up
+    and client set-up before it are not timed)."""
+    spawn = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        processes,
+        mp_context=spawn,
+        initializer=_init_worker,
+        initargs=(spawn.Barrier(processes),),
+    )
+
+
+def _share_in_worker(
+    variant: Variant, place: Place, count: int, tasks: int, secs: float, count_errors: bool = False
+) -> Share:
     def ready() -> None:
         _barrier.wait(timeout=120)
 
     return asyncio.run(
         run_share(
-            variant, place, count=count, concurrency=tasks, time_budget_secs=secs, ready=ready
+            variant,
+            place,
+            count=count,
+            concurrency=tasks,
+            time_budget_secs=secs,
+            ready=ready,
+            count_errors=count_errors,
         )
     )
 
@@ -169,6 +252,11 @@ class Row:
     ``requests`` by DynamoDB operation, ``retries`` by reason.
     ``mismatched_items`` is ``None`` for variants that store no items. ``vs_atomic`` holds the
     ratio of each figure to the atomic counter's row with the same processes and tasks.
+    ``errors``: calls that raised, by error class (counted only when the row was run with
+    ``count_errors``; otherwise an error ends the run). ``client_cpu_secs``: CPU time of the
+    row's client processes while they took numbers, summed; ``client_gc_secs`` the part the
+    garbage collector took, ``gc_collections`` its collections by generation (0, 1, 2).
+    ``per_process``: each process's numbers, timed seconds and CPU seconds, in process order.
     """
 
     label: str
@@ -192,6 +280,11 @@ class Row:
     mismatched_items: int | None
     ok: bool
     vs_atomic: dict[str, float | None] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    client_cpu_secs: float = 0.0
+    client_gc_secs: float = 0.0
+    gc_collections: list[int] = field(default_factory=lambda: [0, 0, 0])
+    per_process: list[dict[str, float]] = field(default_factory=list)
 
 
 def _short_reason(reason: str) -> str:
@@ -202,6 +295,8 @@ def _short_reason(reason: str) -> str:
 
 
 def _percentile_ms(latencies: Sequence[float], q: int) -> float:
+    if not latencies:
+        return 0.0
     if len(latencies) == 1:
         return latencies[0] * 1000
     return statistics.quantiles(latencies, n=100, method="inclusive")[q - 1] * 1000
@@ -217,11 +312,14 @@ async def run_row(
     count: int,
     time_budget_secs: float,
     pool: ProcessPoolExecutor | None = None,
+    count_errors: bool = False,
 ) -> Row:
     """Run ``variant`` on a fresh table: ``concurrency`` tasks in all (``ceil(concurrency /
     processes)`` in each of ``processes`` processes, from ``pool``), at least one number per
     task; then read the counter and the stored items through ``inspector``'s client (which
-    also creates and deletes the table), and check them."""
+    also creates and deletes the table), and check them. ``endpoint_url`` is where the
+    contenders send their requests (it may be a proxy in front of ``inspector``'s server).
+    ``count_errors``: see :func:`run_share`."""
     table = f"aioseq-bench-{uuid.uuid4().hex[:12]}"
     key = variant.name
     tasks = -(-concurrency // processes)
@@ -238,6 +336,7 @@ async def run_row(
                     count=share_count,
                     concurrency=tasks,
                     time_budget_secs=time_budget_secs,
+                    count_errors=count_errors,
                 )
                 shares = [share]
             else:
@@ -254,6 +353,7 @@ async def run_row(
                             share_count,
                             tasks,
                             time_budget_secs,
+                            count_errors,
                         )
                         for place in places
                     )
@@ -270,9 +370,11 @@ async def run_row(
         for reason, n in share.retries.items():
             retries[_short_reason(reason)] += n
     conflicts = sum(share.conflicts for share in shares)
+    errors: Counter[str] = sum((share.errors for share in shares), Counter())
     wall = max(share.wall_secs for share in shares)  # the shares started together
     check = check_numbers(numbers, stored)
     taken = len(numbers)
+    per = max(taken, 1)  # every call may have failed (counted errors)
     gaps_allowed = not variant.gapless
     return Row(
         label=variant.label,
@@ -286,15 +388,27 @@ async def run_row(
         p99_ms=float(f"{_percentile_ms(latencies, 99):.4g}"),
         requests=dict(requests),
         retries=dict(retries),
-        requests_per_number=round(sum(requests.values()) / taken, 4),
-        conflicts_per_number=round(conflicts / taken, 4),
-        retries_per_number=round(sum(retries.values()) / taken, 4),
+        requests_per_number=round(sum(requests.values()) / per, 4),
+        conflicts_per_number=round(conflicts / per, 4),
+        retries_per_number=round(sum(retries.values()) / per, 4),
         wasted=(value - len(set(numbers))) if value is not None else 0,
         duplicates=check.duplicates,
         gaps=check.gaps,
         gaps_allowed=gaps_allowed,
         mismatched_items=check.mismatched_items if stored is not None else None,
         ok=check.ok and (gaps_allowed or check.gaps == 0),
+        errors=dict(errors),
+        client_cpu_secs=round(sum(share.cpu_secs for share in shares), 3),
+        client_gc_secs=round(sum(share.gc_secs for share in shares), 4),
+        gc_collections=[sum(share.gc_collections[g] for share in shares) for g in range(3)],
+        per_process=[
+            {
+                "numbers": len(share.numbers),
+                "wall_secs": round(share.wall_secs, 3),
+                "cpu_secs": round(share.cpu_secs, 3),
+            }
+            for share in shares
+        ],
     )
 
 
@@ -375,19 +489,13 @@ async def run(
         chosen = variants_module.select(options.strategies, options.block_sizes)
     rows: list[Row] = []
     pools: dict[int, ProcessPoolExecutor] = {}
-    spawn = multiprocessing.get_context("spawn")
     async with DynamoStore.open(endpoint_url=endpoint_url) as inspector:
         if options.warmup_secs:
             await _warm_up(endpoint_url, inspector, options.warmup_secs)
         try:
             for variant, processes, concurrency in plan(options, chosen):
                 if processes > 1 and processes not in pools:
-                    pools[processes] = ProcessPoolExecutor(
-                        processes,
-                        mp_context=spawn,
-                        initializer=_init_worker,
-                        initargs=(spawn.Barrier(processes),),
-                    )
+                    pools[processes] = process_pool(processes)
                 row = await run_row(
                     variant,
                     endpoint_url,

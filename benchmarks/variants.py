@@ -3,6 +3,10 @@ the same way, with the DynamoDB requests it sends counted at its own client.
 
 - aioseq's strategies, through :func:`aioseq.workload.make_taker` (the allocator with fixed
   blocks, one variant per block size; the strategies with group commit without and with it);
+- aioseq's strategies made as an application makes them, ``store.gapless_counter(key)`` with
+  the library's defaults or with chosen options (:class:`FactoryVariant`);
+- a raw aiobotocore ``UpdateItem``: the atomic counter's own request, sent without aioseq
+  (:class:`RawUpdateItemVariant`);
 - a bare in-memory ``async def next()`` counter: what the event loop alone can do;
 - the seed article's code: synchronous boto3 ``update_item`` with ``ADD``;
 - the published peer ``dynamodb-autoincrement`` 0.2.0, for the gapless insert.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import itertools
 import os
@@ -29,6 +34,7 @@ from typing import Any
 
 import aioboto3
 import boto3  # type: ignore[import-untyped]
+from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION
@@ -41,9 +47,12 @@ __all__ = [
     "ArticleVariant",
     "BareVariant",
     "Contender",
+    "FactoryVariant",
     "PeerVariant",
     "Place",
+    "RawUpdateItemVariant",
     "Variant",
+    "client_config",
     "select",
 ]
 
@@ -214,6 +223,127 @@ class AioseqVariant(Variant):
 
     async def stored(self, store: DynamoStore, key: str) -> list[int] | None:
         return await stored_numbers(store, key) if self.writes_items else None
+
+
+@dataclass(frozen=True)
+class FactoryVariant(AioseqVariant):
+    """An aioseq strategy made as an application makes it, ``store.<factory>(key, **options)``
+    on a store from ``DynamoStore.open(...)`` and nothing else: with ``options`` empty, the
+    library's defaults (group commit on, its group size and window; the allocator's
+    demand-sized blocks). The item-writing strategies store ``{pk: key, sk: n}`` as
+    :func:`aioseq.workload.make_taker` does (the sort-key strategy adds its token).
+    ``store_options`` go to ``DynamoStore.open`` (e.g. a ``retry_policy``; none by default)."""
+
+    options: tuple[tuple[str, Any], ...] = ()
+    store_options: tuple[tuple[str, Any], ...] = ()
+
+    @contextlib.asynccontextmanager
+    async def contender(self, place: Place) -> AsyncIterator[Contender]:
+        async with DynamoStore.open(
+            table=place.table,
+            endpoint_url=place.endpoint_url,
+            session=session(),
+            **dict(self.store_options),
+        ) as store:
+            options = dict(self.options)
+            table = store.table
+            counter: Any
+            take: Take
+            aclose: Callable[[], Awaitable[None]] | None = None
+            if self.strategy == "atomic":
+                counter = store.atomic_counter(place.key, **options)
+                take = counter.next
+            elif self.strategy == "optimistic":
+                counter = store.optimistic_counter(place.key, **options)
+                take = counter.next
+            elif self.strategy == "allocator":
+                allocator = store.block_allocator(place.key, **options)
+                counter, take, aclose = allocator.counter, allocator.next, allocator.aclose
+            elif self.strategy == "sort-key":
+                counter = store.sort_key_counter(place.key, **options)
+                take = counter.put
+            elif self.strategy == "transactional":
+                counter = store.gapless_counter(place.key, **options)
+                sort_key = table.sort_key or "sk"
+                key = place.key
+
+                async def take() -> int:
+                    number: int = await counter.put(
+                        lambda n: {table.partition_key: key, sort_key: n}
+                    )
+                    return number
+
+            else:
+                raise ValueError(f"unknown strategy {self.strategy!r}")
+
+            try:
+                yield Contender(
+                    take,
+                    requests=lambda: store.requests,
+                    retries=lambda: Counter(counter.statistics().retries),
+                    conflicts=lambda: counter.statistics().conflicts,
+                )
+            finally:
+                if aclose is not None:
+                    await aclose()
+
+
+#: The client settings that :meth:`DynamoStore.open` chooses, copied by the raw baseline.
+CLIENT_CONFIG_FIELDS = ("max_pool_connections", "connect_timeout", "read_timeout", "retries")
+
+
+def client_config(store: DynamoStore) -> dict[str, Any]:
+    """The settings of ``store``'s client that shape a request's cost (pool size, timeouts,
+    botocore's retries): what the raw baseline's own client is given."""
+    config = store.client.meta.config
+    return {name: copy.deepcopy(getattr(config, name)) for name in CLIENT_CONFIG_FIELDS}
+
+
+@dataclass(frozen=True)
+class RawUpdateItemVariant(Variant):
+    """aioseq's atomic counter's request without aioseq: a bare ``await client.update_item(
+    **params)`` on an aiobotocore client, and ``int(response["Attributes"][value]["N"])``.
+
+    The request is the one aioseq sends: ``params`` are captured (a botocore
+    ``before-parameter-build`` hook) from an :class:`~aioseq.AtomicCounter` ``next()`` on the
+    same key, made before the clock starts (its number is the first one handed out). The
+    client is made from the same session with the settings of :meth:`DynamoStore.open`'s
+    client (:func:`client_config`: botocore's retries off, 50 pooled connections, the same
+    timeouts). No hook counts its requests: it sends one per call, no retry.
+    """
+
+    @contextlib.asynccontextmanager
+    async def contender(self, place: Place) -> AsyncIterator[Contender]:
+        captured: dict[str, Any] = {}
+
+        def capture(params: dict[str, Any], **kwargs: Any) -> None:
+            captured.update(copy.deepcopy(params))
+
+        async with DynamoStore.open(
+            table=place.table, endpoint_url=place.endpoint_url, session=session()
+        ) as store:
+            settings = client_config(store)
+            attribute = store.table.value_attribute
+            event = "before-parameter-build.dynamodb.UpdateItem"
+            store.client.meta.events.register(event, capture)
+            first = [await store.atomic_counter(place.key).next()]
+            store.client.meta.events.unregister(event, capture)
+        credentials = await session().get_credentials()  # type: ignore[misc]
+        arguments = _client_arguments(place.endpoint_url, session().region_name, credentials)
+        async with session().client(
+            "dynamodb", config=AioConfig(**settings), **arguments
+        ) as client:
+            calls = 0
+
+            async def take() -> int:
+                nonlocal calls
+                if first:
+                    return first.pop()
+                calls += 1
+                response = await client.update_item(**captured)
+                return int(response["Attributes"][attribute]["N"])
+
+            yield Contender(take, requests=lambda: Counter({"UpdateItem": calls + 1}))
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,27 @@
-"""The contention benchmark runs, writes its report, and its checks catch what they must.
+"""The benchmarks run, write their reports, and their checks catch what they must.
 
-Speed is the benchmark's business, not the tests': these check that ``python -m benchmarks
---quick`` works end to end and that a duplicate or a gap handed out by a taker is reported.
+Speed is the benchmarks' business, not the tests': these check that ``python -m benchmarks
+--quick`` and ``python -m benchmarks.defaults --quick`` work end to end, that a duplicate or a
+gap handed out by a taker is reported (and fails the run), that errors are counted where asked,
+and how the defaults benchmark turns its sweep into a recommendation.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from benchmarks.contention import QUICK, Options, markdown, run
+from aioseq import DynamoStore
+from benchmarks import defaults
+from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.variants import NAMES, BareVariant, Contender, Place
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,3 +121,212 @@ async def test_a_planted_duplicate_or_gap_is_reported(aioseq_endpoint: str) -> N
     table = markdown(report, list(rows.values()))
     assert table.count("FAILED") == 2
     assert "1 (allowed)" in table
+
+
+# --- the defaults benchmark (python -m benchmarks.defaults) ----------------------------------
+
+
+@pytest.mark.slow  # ~15 s on moto: every section, a capacity proxy and 2 worker processes
+def test_the_defaults_quick_run_measures_every_section(
+    tmp_path: Path, aioseq_endpoint: str
+) -> None:
+    code = defaults.main(
+        ["--endpoint-url", aioseq_endpoint, "--quick", "--no-progress", "--out", str(tmp_path)]
+    )
+    assert code == 0
+
+    report = json.loads((tmp_path / "defaults.json").read_text())
+    assert report["ok"] is True
+    assert {"date", "machine", "versions", "server", "command", "options"} <= set(report)
+    assert report["command"].endswith(
+        "-m benchmarks.defaults --endpoint-url "
+        f"{aioseq_endpoint} --quick --no-progress --out {tmp_path}"
+    )
+    assert report["load_average_at_end"] and report["machine"]["load_average"]
+    assert report["revision"] is None or len(report["revision"]["commit"]) == 40
+    results = report["results"]
+    assert [r["section"] for r in results] == sorted(
+        (r["section"] for r in results), key=list(defaults.SECTIONS).index
+    )
+    assert len(results) == defaults.rows_planned(defaults.QUICK)
+    for result in results:
+        row = result["row"]
+        assert row["ok"] and row["duplicates"] == 0, row
+        assert row["numbers"] >= 1 and row["numbers_per_s"] > 0
+        assert row["client_cpu_secs"] > 0 and 0 <= row["client_gc_secs"] <= row["client_cpu_secs"]
+    # Each target of each section, measured.
+    names = [t["name"] for t in report["targets"]]
+    assert len(names) == 1 + 3 + 1 + len(defaults.QUICK.overhead_tasks), names
+    assert all(t["figure"] > 0 for t in report["targets"])
+    # The capacity model saw the hot-key rows; the raw baseline sent one request per number.
+    hot = [r for r in results if r["section"] == "hot-key"]
+    assert all(r["throttled"] is not None and r["consumed_wcu"] > 0 for r in hot)
+    raw = [r["row"] for r in results if r["row"]["name"] == "raw"]
+    assert raw and all(row["requests"] == {"UpdateItem": row["numbers"]} for row in raw)
+    assert report["client_config"]["retries"] == {"mode": "standard", "total_max_attempts": 1}
+    assert report["client_config"]["max_pool_connections"] == 50
+    processes = [r for r in results if r["section"] == "processes"]
+    assert {r["setting"]["processes"] for r in processes} == {1, defaults.QUICK.processes}
+    assert report["profile"]["numbers"] >= 1 and report["profile"]["top"]
+    cost = report["added_cost"]
+    assert cost["aioseq_next_us"] > cost["raw_update_item_us"] > 0 and cost["profile"]["top"]
+    recommendation = report["recommendation"]
+    assert recommendation["comparisons"]  # size 2 and the 1 ms window against the defaults
+    assert set(recommendation["recommended"]) == {"max_group_size", "batch_window_secs"}
+
+    text = (tmp_path / "defaults.md").read_text()
+    for heading in ("## Targets", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "Recommendation"):
+        assert heading in text
+    assert report["command"] in text and "FAILED" not in text
+
+
+@dataclass(frozen=True)
+class Failing(BareVariant):
+    """A bare counter whose every ``every``-th call raises instead of taking a number."""
+
+    every: int = 3
+
+    @contextlib.asynccontextmanager
+    async def contender(self, place: Place) -> AsyncIterator[Contender]:
+        value = calls = 0
+
+        async def next() -> int:
+            nonlocal value, calls
+            calls += 1
+            if calls % self.every == 0:
+                raise RuntimeError("planted")
+            value += 1
+            return value
+
+        yield Contender(next)
+
+
+@pytest.fixture
+async def bench(aioseq_endpoint: str) -> AsyncIterator[defaults.Bench]:
+    async with DynamoStore.open(endpoint_url=aioseq_endpoint) as inspector:
+        yield defaults.Bench(defaults.QUICK, aioseq_endpoint, inspector, None, {})
+
+
+async def test_the_defaults_checks_catch_a_planted_duplicate_or_gap(
+    bench: defaults.Bench,
+) -> None:
+    results = await defaults.section_peer(
+        bench,
+        gapless=Faulty("repeats 3", "transactional", gapless=True, repeat=3),
+        peer=Faulty("skips 3", "peer", gapless=True, skip=3),
+    )
+    rows = {r.row.label: r.row for r in results}
+    assert (rows["repeats 3"].duplicates, rows["skips 3"].gaps) == (1, 1)
+    assert not rows["repeats 3"].ok and not rows["skips 3"].ok
+    report = {
+        "date": "today",
+        "machine": {"cpu": "cpu", "cores": 2, "python": "3", "load_average": [0.0]},
+        "versions": dict.fromkeys(("aioseq", "aiobotocore", "botocore"), "0")
+        | {"dynamodb-autoincrement": "0"},
+        "server": "test",
+        "command": "python -m benchmarks.defaults",
+        "options": bench.options,
+        "load_average_at_end": [0.0],
+        "wall_secs": 1.0,
+        "results": results,
+        "targets": defaults.targets(results, bench.options),
+        "recommendation": {},
+    }
+    assert defaults.markdown(report).count("FAILED") == 3  # two gapless rows and the peer's
+
+
+def test_the_defaults_run_exits_1_when_a_guarantee_breaks(
+    tmp_path: Path, aioseq_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planted = Faulty("skips 2", "transactional", gapless=True, skip=2)
+    monkeypatch.setattr(
+        defaults, "section_peer", functools.partial(defaults.section_peer, gapless=planted)
+    )
+    arguments = ["--endpoint-url", aioseq_endpoint, "--quick", "--sections", "peer"]
+    code = defaults.main([*arguments, "--no-progress", "--out", str(tmp_path)])
+    assert code == 1
+    report = json.loads((tmp_path / "defaults.json").read_text())
+    assert report["ok"] is False
+    assert [r["row"]["ok"] for r in report["results"]] == [False, True, False]
+    assert "FAILED" in (tmp_path / "defaults.md").read_text()
+
+
+async def test_errors_are_counted_when_asked_and_end_the_row_otherwise(
+    bench: defaults.Bench,
+) -> None:
+    failing = Failing("fails every 3rd call", "bare", gapless=True)
+    result = await bench.measure("test", failing, tasks=2, secs=0.2, count_errors=True)
+    row = result.row
+    assert row.errors["RuntimeError"] >= 1 and row.ok and row.gaps == 0
+    assert row.numbers >= 2 * row.errors["RuntimeError"] - 2
+    with pytest.raises(RuntimeError, match="planted"):
+        await bench.measure("test", failing, tasks=2, secs=0.2)
+
+
+async def test_the_raw_baseline_sends_aioseqs_request_and_counts_like_it(
+    bench: defaults.Bench,
+) -> None:
+    result = await bench.measure("test", defaults.RAW, tasks=4, secs=0.2)
+    row = result.row
+    assert row.ok and row.gaps == 0 and row.wasted == 0  # the counter is at the last number
+    assert row.requests == {"UpdateItem": row.numbers}
+
+
+def _result(condition: str, tasks: int, size: int, window: float, rate: float) -> defaults.Result:
+    row = Row(
+        label="x",
+        name="transactional",
+        processes=1,
+        tasks=tasks,
+        numbers=int(rate),
+        wall_secs=1.0,
+        numbers_per_s=rate,
+        p50_ms=1.0,
+        p99_ms=1000 / rate,
+        requests={},
+        retries={},
+        requests_per_number=0.0,
+        conflicts_per_number=0.0,
+        retries_per_number=0.0,
+        wasted=0,
+        duplicates=0,
+        gaps=0,
+        gaps_allowed=False,
+        mismatched_items=0,
+        ok=True,
+    )
+    setting = {
+        "condition": condition,
+        "strategy": "transactional",
+        "tasks": tasks,
+        "max_group_size": size,
+        "batch_window_secs": window,
+    }
+    return defaults.Result("sweep", setting, row, 1.0)
+
+
+@pytest.mark.parametrize(("better", "kept"), [(1.0, True), (2.0, False)])
+def test_the_recommendation_keeps_the_defaults_unless_another_is_clearly_better(
+    better: float, kept: bool
+) -> None:
+    options = replace(defaults.QUICK, sweep_sizes=(10, 99), sweep_windows=(0.0, 0.001))
+    results = [
+        _result(condition, tasks, size, window, 100 * (better if size == 10 else 1.0))
+        for condition in ("direct", "trip")
+        for tasks in (1, 16)
+        for size in ((99,) if tasks == 1 else (10, 99))
+        for window in (0.0, 0.001)
+    ]
+    recommendation = defaults.recommend(results, options)
+    assert recommendation["keep_current"] is kept
+    assert recommendation["recommended"] == {
+        "max_group_size": 99 if kept else 10,
+        "batch_window_secs": 0.0,
+    }
+    (size_10,) = [
+        c
+        for c in recommendation["comparisons"]
+        if (c["max_group_size"], c["batch_window_secs"]) == (10, 0.0)
+    ]
+    assert size_10["cells"] == 2  # 16 tasks, direct and trip: at 1 task it is the default
+    assert size_10["puts_per_s_vs_defaults"] == better
