@@ -4,11 +4,14 @@ and the benchmarks run, and how they check the result."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import time
+import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from aioseq._store import DynamoStore
 from aioseq._values import check_count
@@ -18,6 +21,7 @@ from aioseq.strategies._base import Strategy
 __all__ = [
     "GAPLESS_STRATEGIES",
     "GROUPED_STRATEGIES",
+    "PAYLOAD_ATTRIBUTE",
     "STRATEGIES",
     "Check",
     "Run",
@@ -28,6 +32,8 @@ __all__ = [
     "make_taker",
     "run_workload",
     "stored_numbers",
+    "stored_payloads",
+    "stored_twice",
     "take_numbers",
 ]
 
@@ -43,6 +49,10 @@ STRATEGIES: tuple[StrategyName, ...] = (
 GAPLESS_STRATEGIES: frozenset[str] = frozenset({"sort-key", "transactional"})
 #: Strategies with a group-commit mode.
 GROUPED_STRATEGIES: frozenset[str] = frozenset({"optimistic", "sort-key", "transactional"})
+#: The attribute of each item the item-writing strategies store here: the payload of the call
+#: that stored it (a string unique to that call), so a checker can tell one call's item from
+#: another's, and an item stored twice.
+PAYLOAD_ATTRIBUTE = "payload"
 
 Take = Callable[[], Awaitable[int]]
 
@@ -52,7 +62,12 @@ class Taker:
     """One counter object of some strategy, seen the same way whatever the strategy.
 
     Attributes:
-        take: takes one number (or stores one item and returns its number).
+        take: takes one number (the item-writing strategies store one item and return its
+            number, the item's payload being ``<payload prefix>/<n>`` for the n-th call of
+            this object: see :func:`make_taker`).
+        put: ``put(payload)`` takes one number for the call whose payload is ``payload`` (a
+            string unique to the call): the item-writing strategies store it in the item's
+            :data:`PAYLOAD_ATTRIBUTE`; the others only take a number.
         counter: the strategy object whose statistics count retries and conflicts (for the
             allocator, the atomic counter under it).
         current: the counter's current value.
@@ -60,6 +75,7 @@ class Taker:
     """
 
     take: Take
+    put: Callable[[str], Awaitable[int]]
     counter: Strategy
     current: Callable[[], Awaitable[int]]
     aclose: Callable[[], Awaitable[None]] | None = None
@@ -73,12 +89,20 @@ def make_taker(
     block_size: int = 100,
     fixed_block_size: bool = False,
     group: bool | None = None,
+    payload_prefix: str | None = None,
 ) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
-    item ``{pk: key, sk: n}`` per number, in the collection whose counter item (if any) is
+    item ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
+    :data:`PAYLOAD_ATTRIBUTE`), in the collection whose counter item (if any) is
     ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
     with ``fixed_block_size``). ``group``: group commit on (``True``) or off (``False``) for the
     strategies in :data:`GROUPED_STRATEGIES`; ``None`` takes the library's default, which is on.
+
+    ``payload_prefix`` starts the payloads of :attr:`Taker.take`'s calls
+    (``<prefix>/<n>``); by default ``<process>/<8 random hex digits>``, the process being the
+    client's ``AWS_SDK_UA_APP_ID`` (the ``app/`` id the fault proxy's wire log names it by),
+    else ``pid<pid>``, so payloads are unique across takers and processes and a checker can
+    tell which process stored an item nobody was handed.
 
     Raises:
         ConfigurationError: an unknown strategy, a bad key, or ``group=True`` for a strategy
@@ -88,33 +112,66 @@ def make_taker(
         raise ConfigurationError(
             f"{strategy} has no group mode; those that do: {', '.join(sorted(GROUPED_STRATEGIES))}"
         )
-    grouping = {} if group is None else {"group": group}
+    grouping: dict[str, Any] = {} if group is None else {"group": group}  # None: the default
     table = store.table
     if strategy == "atomic":
         atomic = store.atomic_counter(key)
-        return Taker(atomic.next, atomic, atomic.current)
+        return Taker(atomic.next, lambda payload: atomic.next(), atomic, atomic.current)
     if strategy == "allocator":
-        allocator = store.block_allocator(
-            key,
-            block_size=block_size,
-            **({"target_refill_interval_secs": None} if fixed_block_size else {}),
+        if fixed_block_size:
+            allocator = store.block_allocator(
+                key, block_size=block_size, target_refill_interval_secs=None
+            )
+        else:
+            allocator = store.block_allocator(key, block_size=block_size)
+        return Taker(
+            allocator.next,
+            lambda payload: allocator.next(),
+            allocator.counter,
+            allocator.current,
+            allocator.aclose,
         )
-        return Taker(allocator.next, allocator.counter, allocator.current, allocator.aclose)
     if strategy == "optimistic":
         optimistic = store.optimistic_counter(key, **grouping)
-        return Taker(optimistic.next, optimistic, optimistic.current)
+        return Taker(
+            optimistic.next, lambda payload: optimistic.next(), optimistic, optimistic.current
+        )
+    put: Callable[[str], Awaitable[int]]
     if strategy == "sort-key":
         sort_key = store.sort_key_counter(key, **grouping)
-        return Taker(sort_key.put, sort_key, sort_key.current)
-    if strategy == "transactional":
+        counter: Strategy = sort_key
+
+        async def put(payload: str) -> int:
+            return await sort_key.put({PAYLOAD_ATTRIBUTE: payload})
+
+    elif strategy == "transactional":
         gapless = store.gapless_counter(key, **grouping)
+        counter = gapless
         sort_key_name = table.sort_key or "sk"
 
-        async def put() -> int:
-            return await gapless.put(lambda n: {table.partition_key: key, sort_key_name: n})
+        async def put(payload: str) -> int:
+            return await gapless.put(
+                lambda n: {table.partition_key: key, sort_key_name: n, PAYLOAD_ATTRIBUTE: payload}
+            )
 
-        return Taker(put, gapless, gapless.current)
-    raise ConfigurationError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    else:
+        raise ConfigurationError(
+            f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}"
+        )
+    prefix = payload_prefix or f"{_process_label(store)}/{uuid.uuid4().hex[:8]}"
+    calls = itertools.count(1)
+
+    async def take() -> int:
+        return await put(f"{prefix}/{next(calls)}")
+
+    return Taker(take, put, counter, counter.current)
+
+
+def _process_label(store: DynamoStore) -> str:
+    """The client's ``app/`` id (``AWS_SDK_UA_APP_ID``), else ``pid<pid>``."""
+    config = getattr(getattr(store.client, "meta", None), "config", None)
+    app_id = getattr(config, "user_agent_appid", None)
+    return app_id if isinstance(app_id, str) and app_id else f"pid{os.getpid()}"
 
 
 @dataclass(frozen=True)
@@ -277,44 +334,101 @@ class Check:
         gaps: numbers missing between the lowest and highest seen.
         mismatched_items: for item-writing strategies, numbers handed out without a stored item
             plus stored items whose number was not handed out; 0 otherwise.
+        stored_twice: for item-writing strategies whose items were given as number -> payload
+            (:func:`stored_payloads`), extra copies of a payload stored under more than one
+            number (one call's item stored twice); 0 otherwise.
     """
 
     duplicates: int
     gaps: int
     mismatched_items: int = 0
+    stored_twice: int = 0
 
     @property
     def ok(self) -> bool:
-        """No duplicates and no mismatched items (gaps are judged by the caller)."""
-        return self.duplicates == 0 and self.mismatched_items == 0
+        """No duplicates, no mismatched items, no item stored twice (gaps are judged by the
+        caller)."""
+        return self.duplicates == 0 and self.mismatched_items == 0 and self.stored_twice == 0
 
 
-def check_numbers(numbers: Iterable[int], stored: Iterable[int] | None = None) -> Check:
-    """Count duplicates and gaps in ``numbers``; compare with ``stored`` item numbers if given."""
+def check_numbers(
+    numbers: Iterable[int], stored: Iterable[int] | Mapping[int, str | None] | None = None
+) -> Check:
+    """Count duplicates and gaps in ``numbers``; compare with ``stored`` if given: the stored
+    items' numbers (:func:`stored_numbers`), or number -> payload (:func:`stored_payloads`),
+    which also counts payloads stored under more than one number."""
     seen = list(numbers)
     distinct = set(seen)
     gaps = (max(distinct) - min(distinct) + 1 - len(distinct)) if distinct else 0
     mismatched = len(distinct ^ set(stored)) if stored is not None else 0
-    return Check(duplicates=len(seen) - len(distinct), gaps=gaps, mismatched_items=mismatched)
+    twice = stored_twice(stored) if isinstance(stored, Mapping) else 0
+    return Check(
+        duplicates=len(seen) - len(distinct),
+        gaps=gaps,
+        mismatched_items=mismatched,
+        stored_twice=twice,
+    )
+
+
+def stored_twice(items: Mapping[int, str | None]) -> int:
+    """Extra copies of a payload stored under more than one number, in number -> payload
+    ``items`` (items without a payload are not counted)."""
+    copies = Counter(payload for payload in items.values() if payload is not None)
+    return sum(n - 1 for n in copies.values())
 
 
 async def stored_numbers(
     store: DynamoStore, partition: str, *, number_attribute: str | None = None
 ) -> list[int]:
     """The numbers of the numbered items in collection ``partition``: their sort keys >= 1, or
-    their ``number_attribute`` when given (items without it are skipped), read with paginated,
-    strongly consistent ``Query`` requests (0.5 RCU per 4 KB read)."""
+    their ``number_attribute`` when given (items without it are skipped; a number two items
+    hold is listed twice), read with paginated, strongly consistent ``Query`` requests (0.5 RCU
+    per 4 KB read).
+
+    Raises:
+        ConfigurationError: the table has no sort key.
+    """
+    return [n for n, _ in await _numbered_items(store, partition, number_attribute, None)]
+
+
+async def stored_payloads(
+    store: DynamoStore,
+    partition: str,
+    *,
+    payload_attribute: str = PAYLOAD_ATTRIBUTE,
+) -> dict[int, str | None]:
+    """number -> payload of the numbered items in collection ``partition`` (sort keys >= 1),
+    read as :func:`stored_numbers` reads them: each item's ``payload_attribute`` (a string;
+    ``None`` when the item has none), so a checker can tell whose item each is and find an
+    item stored twice (:class:`aioseq.testing.history.History`, :func:`check_numbers`).
+
+    Raises:
+        ConfigurationError: the table has no sort key.
+    """
+    return dict(await _numbered_items(store, partition, None, payload_attribute))
+
+
+async def _numbered_items(
+    store: DynamoStore,
+    partition: str,
+    number_attribute: str | None,
+    payload_attribute: str | None,
+) -> list[tuple[int, str | None]]:
+    """(number, payload) of each numbered item in ``partition``, in the order read."""
     table = store.table
     if table.sort_key is None:
         raise ConfigurationError("the table has no sort key")
     attribute = number_attribute or table.sort_key
-    numbers: list[int] = []
+    names = {"#pk": table.partition_key, "#number": attribute}
+    if payload_attribute is not None:
+        names["#payload"] = payload_attribute
+    items: list[tuple[int, str | None]] = []
     params: dict[str, object] = {
         "TableName": table.name,
         "KeyConditionExpression": "#pk = :partition",
-        "ExpressionAttributeNames": {"#pk": table.partition_key, "#number": attribute},
+        "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": {":partition": {"S": partition}},
-        "ProjectionExpression": "#number",
+        "ProjectionExpression": "#number, #payload" if payload_attribute else "#number",
         "ConsistentRead": True,
     }
     while True:
@@ -324,8 +438,10 @@ async def stored_numbers(
                 continue
             value = item[attribute]
             n = int(value.get("N") or value.get("S"))
-            if n >= 1:
-                numbers.append(n)
+            if n < 1:
+                continue
+            payload = item.get(payload_attribute, {}).get("S") if payload_attribute else None
+            items.append((n, payload if isinstance(payload, str) else None))
         if "LastEvaluatedKey" not in page:
-            return numbers
+            return items
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]

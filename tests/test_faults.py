@@ -1,5 +1,6 @@
-"""Retries under the failures real services see, injected by the fault proxy, and the history
-checker that judges the numbers afterwards."""
+"""Retries under the failures real services see, injected by the fault proxy, with the history
+checker judging the numbers afterwards (its own tests, on made-up histories, are in
+``test_history.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from aioseq import (
     TransactionConflict,
 )
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import Call, History
+from aioseq.testing.history import History
 from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_numbers
 
 #: A short read timeout, so that a ``delay`` fault (held longer) times out quickly.
@@ -232,39 +233,3 @@ async def test_every_strategy_keeps_its_guarantees_under_every_fault(
     assert report.numbers == 64 and report.duplicates == report.holes == 0
     assert sum(proxy.injected.values()) > 0
     assert "unexplained" not in report.gaps
-
-
-# --- the checker itself ----------------------------------------------------------------------
-
-
-def call(numbers: range | None, started: float, ended: float, process: str = "p") -> Call:
-    return Call("atomic", "c", process, 0, started, ended, numbers)
-
-
-def test_the_checker_finds_duplicates_order_violations_and_unexplained_gaps() -> None:
-    history = History()
-    history.record(call(range(1, 2), 0.0, 1.0))
-    history.record(call(range(1, 2), 2.0, 3.0))  # a duplicate, and out of order
-    history.record(call(range(5, 6), 4.0, 5.0))
-    report = history.check("atomic", "c", top=5)
-    assert report.duplicates == 1 and report.order_violations == 1
-    assert report.gaps == {"unattributed": 3}  # no wire log: counted, not judged
-    assert not report.ok and len(report.problems) == 2
-    history.wire_observed = True
-    assert history.check("atomic", "c", top=5).gaps == {"unexplained": 3}
-
-
-def test_the_checker_finds_holes_among_stored_items_and_numbers_without_items() -> None:
-    history = History()
-    for n in (1, 2, 4):
-        history.record(Call("transactional", "c", "p", 0, None, None, range(n, n + 1)))
-    report = history.check("transactional", "c", stored=[1, 3])
-    assert report.holes == 2  # 2 is missing from the table; 4 was handed out without its item
-    assert not report.ok
-
-
-def test_concurrent_calls_may_complete_out_of_order() -> None:
-    history = History()
-    history.record(call(range(2, 3), 0.0, 1.0))
-    history.record(call(range(1, 2), 0.5, 2.0))  # started before the first ended: allowed
-    assert history.check("atomic", "c").ok

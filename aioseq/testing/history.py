@@ -1,31 +1,56 @@
 """A history of every number handed out, and a checker of each strategy's guarantees.
 
 Record the calls (in one process with :meth:`History.take`, from ``aioseq next`` output with
-:meth:`History.add_printed`, from other processes by merging their :meth:`History.dump`
-files), optionally what the server applied as seen on the wire (``FaultProxy(...,
-on_exchange=history.observe)``), then :meth:`History.check` what the strategy promises
-(README, "Guarantees, precisely"):
+:meth:`History.add_printed`, from other processes by merging their :meth:`History.dump` or
+``History(log=...)`` files), optionally what the server applied as seen on the wire
+(``FaultProxy(..., on_exchange=history.observe)``), then :meth:`History.check` what the
+strategy promises (README, "Guarantees, precisely"), given the counter's final value or the
+items stored:
 
 - **unique**, always: no number handed out twice, across processes.
-- **gapless stored items** for ``sort-key`` and ``transactional``: the stored items are
-  numbered exactly ``1..max``, and every number handed out has its item. Stored items whose
-  number nobody was given are counted by cause (an answer lost and the write made again
-  under a new number, where the server ignores ``ClientRequestToken``; a killed process).
+- **exactly once** for ``sort-key`` and ``transactional``: every call that stores an item
+  carries a payload unique to it (:attr:`Call.payload`; ``aioseq.workload`` stores it in the
+  item's ``payload`` attribute, and :func:`aioseq.workload.stored_payloads` reads number ->
+  payload back). Every number handed out has its item, holding its own call's payload; no
+  payload is stored under two numbers (**stored twice**: a write whose answer was lost, made
+  again under a new number); the stored items are numbered exactly ``1..max`` (no **holes**).
+  A stored item whose number nobody was handed (**unacknowledged**) must be explained, by its
+  payload first: its call failed after the write was applied (``caller saw failure``), was
+  cancelled (``caller cancelled``), or its process was killed (``killed process``: the
+  payload's ``<process>/`` prefix, or the wire log, names a process marked killed); an item
+  whose payload tells nothing is judged from the wire log, as a gap is (below).
 - **ordered**: a call's numbers are greater than those of every call that completed before it
   started, across processes (``atomic``, ``optimistic``, ``sort-key``, ``transactional``), or
   within one process (``allocator``, one allocator per process).
-- **gaps only where documented, and counted**: every number below the counter's value that
-  nobody was handed is a gap, attributed to a cause from the wire log: ``answer lost`` (the
-  server applied the write, the client never heard, and the retry took new numbers: an
-  ambiguous ``ADD``, or an optimistic write retried after it was applied; ``answer lost:
-  client gone`` when no fault was injected but the client had closed the connection, timed
-  out or dead, which also covers answers sent to a process that timed out, as the proxy
-  cannot see whether a client giving up had read the answer already on its way),
-  ``killed process`` (delivered to a process marked killed, or on its way to it),
-  ``block not handed out`` (the allocator's reserved block left unused: abandoned at exit,
-  skipped by ``next_many``, or not given back), ``caller saw failure`` (delivered to a
-  process whose call then failed). A gap the wire log cannot explain is ``unexplained`` and
-  fails the check; without a wire log gaps are ``unattributed`` (counted, not judged).
+- **gaps only where documented, each by cause**: every number below the counter's value that
+  nobody was handed is a gap, attributed from the wire log to the first cause that fits:
+
+  ``killed process``
+      the write was sent by a process marked killed (:meth:`History.mark_killed`).
+  ``caller cancelled`` / ``caller saw failure``
+      a call of the writing process was cancelled / failed while the write was on its way (it
+      started before the server answered, and ended at most ``late_secs`` before); each such
+      call explains one number (the one it would have got), so in a busy process a lost
+      answer is not put down to whichever caller happened to be cancelled meanwhile.
+  ``answer lost``
+      the server applied the write, an injected fault lost its answer, and the retry took new
+      numbers (an ``ADD`` is not idempotent).
+  ``answer lost: client gone``
+      as above with no fault injected: the client had closed the connection (timed out, or
+      dead); this also covers answers sent to a process that timed out, as the proxy cannot
+      see whether a client giving up had read the answer already on its way.
+  ``block not handed out``
+      the allocator's reserved block left unused (abandoned at exit, skipped by
+      ``next_many``, or not given back).
+  ``unexplained``
+      none of these: always a broken guarantee.
+
+  Each strategy documents some causes (:data:`DOCUMENTED_CAUSES`): ``atomic`` and
+  ``allocator`` may skip numbers after a lost answer; ``optimistic`` may not (its token ring
+  recognises its own applied write), so there a gap for a lost answer is a **hole**, as is any
+  cause a strategy does not document. Without a wire log gaps are ``unattributed`` (counted,
+  not judged), unless the strategy documents no lost-answer gaps and nothing in the history
+  (a failed or cancelled call, a killed process) could explain them: then ``unexplained``.
 
 The wire log needs each process's identity: set ``AWS_SDK_UA_APP_ID=<process>`` in its
 environment (botocore puts it in the ``User-Agent`` as ``app/<process>``).
@@ -33,24 +58,74 @@ environment (botocore puts it in the ``User-Agent`` as ``app/<process>``).
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any
 
 from aioseq.config import TableSpec
 from aioseq.testing.fault_proxy import Exchange
-from aioseq.workload import GAPLESS_STRATEGIES
+from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES
 
-__all__ = ["Call", "History", "Report", "WireWrite"]
-
-T = TypeVar("T")
+__all__ = [
+    "ANSWER_LOST",
+    "BLOCK_NOT_HANDED_OUT",
+    "CALLER_CANCELLED",
+    "CALLER_SAW_FAILURE",
+    "CLIENT_GONE",
+    "DOCUMENTED_CAUSES",
+    "KILLED_PROCESS",
+    "STORED_TWICE",
+    "STORED_UNDER_ANOTHER_NUMBER",
+    "UNATTRIBUTED",
+    "UNEXPLAINED",
+    "Call",
+    "History",
+    "Report",
+    "WireWrite",
+    "base_strategy",
+]
 
 #: Strategies ordered across processes (the allocator only within one).
 ORDERED_ACROSS_PROCESSES = frozenset({"atomic", "optimistic", "sort-key", "transactional"})
+
+# --- why a number was not handed out ------------------------------------------------------
+KILLED_PROCESS = "killed process"
+CALLER_CANCELLED = "caller cancelled"
+CALLER_SAW_FAILURE = "caller saw failure"
+ANSWER_LOST = "answer lost"
+CLIENT_GONE = "answer lost: client gone"
+BLOCK_NOT_HANDED_OUT = "block not handed out"
+#: An item whose payload is also stored under another number.
+STORED_TWICE = "stored twice"
+#: An item whose call succeeded with another number (whose item is missing or not its own).
+STORED_UNDER_ANOTHER_NUMBER = "stored under another number"
+UNEXPLAINED = "unexplained"
+#: No wire log to tell: counted, not judged.
+UNATTRIBUTED = "unattributed"
+
+_CALLER_GONE = frozenset({KILLED_PROCESS, CALLER_CANCELLED, CALLER_SAW_FAILURE})
+_ANSWER_LOST = frozenset({ANSWER_LOST, CLIENT_GONE})
+
+#: The causes each strategy documents for a number nobody was handed (a gap below the
+#: counter's value, or a stored item nobody was handed); any other cause breaks its promise.
+DOCUMENTED_CAUSES: Mapping[str, frozenset[str]] = {
+    "atomic": _CALLER_GONE | _ANSWER_LOST,
+    "allocator": _CALLER_GONE | _ANSWER_LOST | {BLOCK_NOT_HANDED_OUT},
+    "optimistic": _CALLER_GONE,
+    "sort-key": _CALLER_GONE,
+    "transactional": _CALLER_GONE,
+}
+
+
+def base_strategy(name: str) -> str:
+    """The strategy of a variant's name: ``"sort-key"`` for ``"sort-key"``,
+    ``"sort-key+group"``, ``"sort-key+no-group"`` or ``"sort-key --no-group"``."""
+    return name.replace("+", " ").split(" ", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -59,7 +134,8 @@ class Call:
 
     Attributes:
         strategy: ``"atomic"``, ``"allocator"``, ``"optimistic"``, ``"sort-key"`` or
-            ``"transactional"`` (a ``+group`` suffix is ignored by the checker).
+            ``"transactional"`` (a variant's suffix, ``+group``, ``+no-group``, is ignored by
+            the checker).
         counter: the counter key.
         process: who made the call (any label; the same as its ``AWS_SDK_UA_APP_ID``).
         task: the task within the process.
@@ -67,7 +143,11 @@ class Call:
             clock in every process of one machine), or ``None`` when unknown.
         numbers: the numbers the caller got, or ``None`` if the call failed.
         error: the error's class name when the call failed (``RetriesExhausted`` with its last
-            error's: ``"RetriesExhausted(TransactionCanceled)"``).
+            error's: ``"RetriesExhausted(TransactionCanceled)"``; ``"CancelledError"`` for a
+            cancelled caller).
+        payload: what the call stored with its number (unique to the call; the item-writing
+            strategies' items hold it), or ``None`` when unknown. ``<process>/...`` by
+            convention, so an item of a killed process can be told by its payload alone.
     """
 
     strategy: str
@@ -78,6 +158,11 @@ class Call:
     ended: float | None
     numbers: range | None
     error: str | None = None
+    payload: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.error == "CancelledError"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {**self.__dict__}
@@ -101,6 +186,8 @@ class WireWrite:
             ``current + 1 .. next``, the sort keys of stored items).
         delivered: whether the client got the answer.
         fault: the injected fault kind, if any.
+        observed: ``time.monotonic()`` when the proxy reported it (after the server answered),
+            or ``None`` when unknown.
     """
 
     counter: str
@@ -108,6 +195,7 @@ class WireWrite:
     numbers: range
     delivered: bool
     fault: str | None
+    observed: float | None = None
 
 
 @dataclass(frozen=True)
@@ -117,14 +205,22 @@ class Report:
     Attributes:
         strategy, counter: what was checked.
         numbers: numbers handed out (successful calls), all checked.
-        calls: calls recorded; ``failed``: failed calls by error class.
+        calls: calls recorded; ``failed``: failed calls by error class (``CancelledError``
+            for cancelled callers).
         duplicates: numbers handed out more than once (extra copies).
-        holes: missing numbers where the strategy promises none (stored items not
-            ``1..max``, or a number handed out without its item).
-        gaps: numbers below the counter's value that nobody was handed, by cause.
-        unacknowledged: stored items whose number nobody was handed, by cause.
-        order_violations: pairs of calls out of the promised order (counted per later call).
-        stored: items stored (gapless strategies), else ``None``.
+        stored: items stored (item-writing strategies), else ``None``.
+        stored_twice: extra copies of a payload stored under more than one number (one call's
+            item stored twice); 0 when the items' payloads are unknown.
+        wrong_payload: numbers handed out whose stored item holds another call's payload.
+        holes: missing numbers where the strategy promises none: for ``sort-key`` and
+            ``transactional`` numbers ``1..max`` with no stored item plus numbers handed out
+            without their item; for the counter strategies, gaps whose cause the strategy does
+            not document (``unexplained`` included).
+        gaps: numbers below the counter's value that nobody was handed, by cause (counter
+            strategies).
+        unacknowledged: stored items whose number nobody was handed, by cause (item-writing
+            strategies).
+        order_violations: calls out of the promised order (counted per later call).
         problems: one line per broken guarantee; empty when :attr:`ok`.
     """
 
@@ -139,6 +235,8 @@ class Report:
     unacknowledged: Counter[str]
     order_violations: int
     stored: int | None
+    stored_twice: int = 0
+    wrong_payload: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -152,19 +250,41 @@ class History:
     Parameters:
         table: the table layout (names of the sort key and the value attribute), used to read
             numbers off the wire.
+        log: append each call to this file as it is recorded, one JSON line written at once
+            (as :meth:`dump` writes them), so a process killed mid-run leaves every call it
+            completed behind; :meth:`load` skips a torn last line. :meth:`close` closes it.
+        late_secs: how long after a failed or cancelled call ended a write sent for it may
+            still reach the server (a request held by a ``delay`` fault), in seconds: the
+            window in which a lost number is put down to that call.
     """
 
-    def __init__(self, table: TableSpec | None = None) -> None:
+    def __init__(
+        self,
+        table: TableSpec | None = None,
+        *,
+        log: Path | None = None,
+        late_secs: float = 30.0,
+    ) -> None:
         self.table = table or TableSpec()
         self.calls: list[Call] = []
         self.wire: list[WireWrite] = []
         self.killed: set[str] = set()
         self.wire_observed = False
+        self.late_secs = late_secs
+        self._log: IO[str] | None = log.open("a", buffering=1) if log is not None else None
 
     # --- recording --------------------------------------------------------------------------
 
     def record(self, call: Call) -> None:
         self.calls.append(call)
+        if self._log is not None:
+            self._log.write(json.dumps(call.to_json()) + "\n")
+
+    def close(self) -> None:
+        """Close the ``log`` file, if any. Idempotent."""
+        log, self._log = self._log, None
+        if log is not None:
+            log.close()
 
     async def take(
         self,
@@ -174,9 +294,11 @@ class History:
         counter: str,
         process: str,
         task: int,
+        payload: str | None = None,
     ) -> int:
-        """Await ``take()`` (one number), recording it with its times, or its failure; the
-        failure (``CancelledError`` too) propagates."""
+        """Await ``take()`` (one number), recording it with its times and ``payload`` (what
+        it stores, if anything: see :attr:`Call.payload`), or its failure; the failure
+        (``CancelledError`` too) propagates."""
         started = time.monotonic()
         try:
             n = await take()
@@ -185,15 +307,21 @@ class History:
             last = getattr(exc, "last_error", None)  # RetriesExhausted: what it gave up on
             if last is not None:
                 error += f"({type(last).__name__})"
-            self.record(Call(strategy, counter, process, task, started, ended, None, error))
+            self.record(
+                Call(strategy, counter, process, task, started, ended, None, error, payload)
+            )
             raise
         numbers = range(n, n + 1)
-        self.record(Call(strategy, counter, process, task, started, time.monotonic(), numbers))
+        self.record(
+            Call(
+                strategy, counter, process, task, started, time.monotonic(), numbers, None, payload
+            )
+        )
         return n
 
     def add_printed(self, strategy: str, counter: str, process: str, output: str) -> None:
         """Record the numbers a process printed (``aioseq next``: one per line), without
-        times; a partial last line (a killed process) is left out."""
+        times or payloads; a partial last line (a killed process) is left out."""
         lines = output.split("\n")
         for line in lines[:-1]:
             if line.strip():
@@ -201,7 +329,8 @@ class History:
                 self.record(Call(strategy, counter, process, 0, None, None, range(n, n + 1)))
 
     def mark_killed(self, process: str) -> None:
-        """``process`` was killed: numbers delivered to it and not handed out are its loss."""
+        """``process`` was killed: numbers delivered to it and not handed out are its loss,
+        and so are stored items whose payload starts with ``<process>/``."""
         self.killed.add(process)
 
     def observe(self, exchange: Exchange) -> None:
@@ -215,9 +344,17 @@ class History:
             response = json.loads(exchange.response or b"{}")
         except ValueError:
             return
+        observed = time.monotonic()
         for counter, numbers in self._numbers_written(exchange.operation, request, response):
             self.wire.append(
-                WireWrite(counter, exchange.client, numbers, exchange.delivered, exchange.fault)
+                WireWrite(
+                    counter,
+                    exchange.client,
+                    numbers,
+                    exchange.delivered,
+                    exchange.fault,
+                    observed,
+                )
             )
 
     def _numbers_written(
@@ -240,6 +377,12 @@ class History:
             n = _number(item.get(sort_key))
             if n is not None and n >= 1:
                 yield item[spec.partition_key]["S"], range(n, n + 1)
+            elif n == 0 and spec.value_attribute in item:  # an optimistic write, put form
+                values = request.get("ExpressionAttributeValues", {})
+                current = int(values[":current"]["N"]) if ":current" in values else 0
+                new = _number(item[spec.value_attribute])
+                if new is not None and new > current:
+                    yield item[spec.partition_key]["S"], range(current + 1, new + 1)
         elif operation == "TransactWriteItems":
             for action in request.get("TransactItems", []):
                 item = action.get("Put", {}).get("Item", {})
@@ -256,9 +399,12 @@ class History:
                 out.write(json.dumps(call.to_json()) + "\n")
 
     def load(self, path: Path) -> None:
-        """Add the calls of a :meth:`dump` file."""
+        """Add the calls of a :meth:`dump` (or ``log``) file; a torn last line (the writer
+        was killed in mid-write) is skipped."""
         with path.open() as lines:
             for line in lines:
+                if not line.endswith("\n"):
+                    break
                 self.record(Call.from_json(json.loads(line)))
 
     # --- checking ---------------------------------------------------------------------------
@@ -269,22 +415,28 @@ class History:
         counter: str,
         *,
         top: int | None = None,
-        stored: Iterable[int] | None = None,
+        stored: Mapping[int, str | None] | Iterable[int] | None = None,
     ) -> Report:
         """Check the calls on ``counter`` against ``strategy``'s guarantees.
 
         Parameters:
-            strategy: as in :class:`Call` (``"+group"`` suffixes are ignored).
+            strategy: one of ``aioseq.workload.STRATEGIES``, or a variant of one
+                (:func:`base_strategy`).
             counter: the counter key.
             top: the counter item's value at the end (the last number the counter gave);
-                needed to count gaps of the counter strategies.
-            stored: the numbers of the stored items (``aioseq.workload.stored_numbers``);
-                required for ``sort-key`` and ``transactional``.
+                for the counter strategies, to count the gaps below it (default: the highest
+                number handed out).
+            stored: the stored items of ``sort-key`` and ``transactional`` (required for
+                them): number -> payload (``aioseq.workload.stored_payloads``), or only their
+                numbers (``stored_numbers``: then items stored twice cannot be told).
 
         Raises:
-            ValueError: ``stored`` is missing for a gapless strategy.
+            ValueError: an unknown strategy, or ``stored`` is missing for an item-writing one.
         """
-        base = strategy.split("+", 1)[0]
+        base = base_strategy(strategy)
+        if base not in DOCUMENTED_CAUSES:
+            raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+        documented = DOCUMENTED_CAUSES[base]
         calls = [c for c in self.calls if c.counter == counter]
         handed: list[int] = [n for c in calls if c.numbers is not None for n in c.numbers]
         distinct = set(handed)
@@ -294,34 +446,68 @@ class History:
         if duplicates:
             problems.append(f"{duplicates} numbers handed out twice")
 
-        wire = [w for w in self.wire if w.counter == counter]
-        holes = 0
+        judge = _Attribution(self, base, calls, [w for w in self.wire if w.counter == counter])
+        holes = twice = wrong = 0
         gaps: Counter[str] = Counter()
         unacknowledged: Counter[str] = Counter()
         stored_count: int | None = None
         if base in GAPLESS_STRATEGIES:
             if stored is None:
-                raise ValueError(f"{base} is gapless: pass the stored item numbers")
-            items = set(stored)
+                raise ValueError(f"{base} stores items: pass the stored items (number -> payload)")
+            items: dict[int, str | None] = (
+                dict(stored) if isinstance(stored, Mapping) else dict.fromkeys(stored)
+            )
             stored_count = len(items)
-            missing = set(range(1, max(items, default=0) + 1)) - items
-            without_item = distinct - items
+            missing = set(range(1, max(items, default=0) + 1)) - set(items)
+            without_item = distinct - set(items)
             holes = len(missing | without_item)
             if missing:
                 problems.append(f"{len(missing)} holes among the stored items")
             if without_item:
                 problems.append(f"{len(without_item)} numbers handed out without their item")
-            unacknowledged = self._attribute(items - distinct, wire, calls)
+            where: dict[str, list[int]] = defaultdict(list)
+            for n, payload in items.items():
+                if payload is not None:
+                    where[payload].append(n)
+            twice = sum(len(ns) - 1 for ns in where.values())
+            if twice:
+                problems.append(
+                    f"{twice} items stored twice (a payload under two numbers: "
+                    f"{_examples(ns for ns in where.values() if len(ns) > 1)})"
+                )
+            wrong = sum(
+                1
+                for c in calls
+                if c.numbers is not None and c.payload is not None
+                for n in c.numbers
+                if items.get(n) is not None and items[n] != c.payload
+            )
+            if wrong:
+                problems.append(f"{wrong} numbers handed out whose item holds another payload")
+            unacknowledged = judge.items(
+                {n: items[n] for n in set(items) - distinct},
+                {payload: len(ns) for payload, ns in where.items()},
+            )
+            undocumented = _undocumented(unacknowledged, documented | {STORED_TWICE})
+            if undocumented:
+                problems.append(
+                    f"{sum(undocumented.values())} stored items nobody was handed, for causes "
+                    f"{base} does not document: {_causes(undocumented)}"
+                )
         else:
             if top is None:
                 top = max(distinct, default=0)
-            gaps = self._attribute(set(range(1, top + 1)) - distinct, wire, calls, base)
+            gaps = judge.numbers(set(range(1, top + 1)) - distinct)
             beyond = {n for n in distinct if n > top}
             if beyond:
                 problems.append(f"{len(beyond)} numbers handed out above the counter's value")
-        for where in (gaps, unacknowledged):
-            if where.get("unexplained"):
-                problems.append(f"{where['unexplained']} numbers lost for no documented reason")
+            undocumented = _undocumented(gaps, documented)
+            holes = sum(undocumented.values())
+            if undocumented:
+                problems.append(
+                    f"{holes} numbers skipped for causes {base} does not document: "
+                    f"{_causes(undocumented)}"
+                )
         order = self._order_violations(calls, across=base in ORDERED_ACROSS_PROCESSES)
         if order:
             problems.append(f"{order} calls got numbers out of the promised order")
@@ -337,43 +523,10 @@ class History:
             unacknowledged=unacknowledged,
             order_violations=order,
             stored=stored_count,
+            stored_twice=twice,
+            wrong_payload=wrong,
             problems=problems,
         )
-
-    def _attribute(
-        self, lost: set[int], wire: list[WireWrite], calls: list[Call], strategy: str = ""
-    ) -> Counter[str]:
-        """The cause of each number in ``lost`` (not handed out), from the wire log."""
-        causes: Counter[str] = Counter()
-        if not lost:
-            return causes
-        if not self.wire_observed:
-            causes["unattributed"] = len(lost)
-            return causes
-        failing = {c.process for c in calls if c.numbers is None}
-        # The proxy cannot see whether a client that gave up waiting had read an answer already
-        # on its way: in a process that timed out, a delivered answer may have been dropped too.
-        timed_out = {w.process for w in wire if not w.delivered and w.fault is None}
-        fate: dict[int, str] = {}
-        for write in wire:  # a later write of a number (re-reserved after a give-back) wins
-            if not write.delivered and write.fault is not None:
-                cause = "answer lost"
-            elif write.process in self.killed:
-                cause = "killed process"
-            elif not write.delivered or write.process in timed_out:
-                cause = "answer lost: client gone"
-            elif strategy == "allocator":
-                cause = "block not handed out"
-            elif write.process in failing:
-                cause = "caller saw failure"
-            else:
-                cause = "unexplained"
-            for n in write.numbers:
-                if n in lost:
-                    fate[n] = cause
-        for n in lost:
-            causes[fate.get(n, "unexplained")] += 1
-        return causes
 
     @staticmethod
     def _order_violations(calls: list[Call], *, across: bool) -> int:
@@ -396,6 +549,147 @@ class History:
                 if c.numbers[0] <= highest:  # type: ignore[index]
                     violations += 1
         return violations
+
+
+class _Attribution:
+    """The cause of each number nobody was handed, for one counter (see the module doc)."""
+
+    def __init__(
+        self, history: History, strategy: str, calls: list[Call], wire: list[WireWrite]
+    ) -> None:
+        self.history = history
+        self.strategy = strategy
+        self.by_payload = {c.payload: c for c in calls if c.payload is not None}
+        self.failures: dict[str, list[Call]] = defaultdict(list)
+        for c in calls:
+            if c.numbers is None:
+                self.failures[c.process].append(c)
+        self.used: set[int] = set()  # the failed calls (by id) that explain a number already
+        # The proxy cannot see whether a client that gave up waiting had read an answer
+        # already on its way: in a process that timed out, a delivered answer may have been
+        # dropped too.
+        self.timed_out = {w.process for w in wire if not w.delivered and w.fault is None}
+        self.writes: dict[int, WireWrite] = {}
+        for write in wire:  # a later write of a number (re-reserved after a give-back) wins
+            for n in write.numbers:
+                self.writes[n] = write
+        # Without a wire log: could anything documented explain a lost number?
+        self.explicable = bool(history.killed or self.failures) or bool(
+            _ANSWER_LOST & DOCUMENTED_CAUSES[strategy]
+        )
+
+    def items(self, lost: Mapping[int, str | None], copies: Mapping[str, int]) -> Counter[str]:
+        """Why each stored item in ``lost`` (number -> payload) was handed to nobody: by its
+        payload first (``copies``: how many items hold each payload), then by the wire log."""
+        causes: Counter[str] = Counter()
+        rest = []
+        for n, payload in sorted(lost.items()):
+            call = self.by_payload.get(payload) if payload is not None else None
+            if payload is not None and copies[payload] > 1:
+                causes[STORED_TWICE] += 1
+            elif call is not None and call.numbers is not None:
+                causes[STORED_UNDER_ANOTHER_NUMBER] += 1
+            elif call is not None:
+                causes[CALLER_CANCELLED if call.cancelled else CALLER_SAW_FAILURE] += 1
+                self.used.add(id(call))
+            elif payload is not None and payload.split("/", 1)[0] in self.history.killed:
+                causes[KILLED_PROCESS] += 1
+            else:
+                rest.append(n)
+        return causes + self.numbers(rest)
+
+    def numbers(self, lost: Iterable[int]) -> Counter[str]:
+        """Why each number in ``lost`` was handed to nobody, from the wire log."""
+        causes: Counter[str] = Counter()
+        lost = sorted(lost)
+        if not self.history.wire_observed:
+            causes[UNATTRIBUTED if self.explicable else UNEXPLAINED] += len(lost)
+            return causes
+        candidates: dict[str, list[int]] = defaultdict(list)
+        for n in lost:
+            write = self.writes.get(n)
+            if write is None:
+                causes[UNEXPLAINED] += 1
+            elif write.process in self.history.killed:
+                causes[KILLED_PROCESS] += 1
+            elif self.strategy == "allocator" and write.delivered:
+                causes[BLOCK_NOT_HANDED_OUT] += 1
+            else:
+                candidates[write.process].append(n)
+        for process, numbers in candidates.items():
+            gone = self._callers_gone(process, numbers)
+            for n in numbers:
+                call = gone.get(n)
+                if call is not None:
+                    causes[CALLER_CANCELLED if call.cancelled else CALLER_SAW_FAILURE] += 1
+                else:
+                    causes[self._answer(self.writes[n])] += 1
+        return causes
+
+    def _answer(self, write: WireWrite) -> str:
+        """Why the numbers of ``write`` were lost, when no caller gone explains them."""
+        if not write.delivered and write.fault is not None:
+            return ANSWER_LOST
+        if not write.delivered or write.process in self.timed_out:
+            return CLIENT_GONE
+        if self.strategy == "allocator":
+            return BLOCK_NOT_HANDED_OUT
+        return UNEXPLAINED
+
+    def _callers_gone(self, process: str, numbers: list[int]) -> dict[int, Call]:
+        """Lost numbers of ``process``'s writes matched to its failed or cancelled calls, one
+        number per call (a call takes one): a number whose write reached the server while the
+        call was under way (from its start to ``late_secs`` after its end). Greedy in the
+        order the writes were seen, each to the eligible call that ends first, which explains
+        as many numbers as any matching can; so a lost answer elsewhere in a busy process
+        is not put down to a caller that was gone anyway."""
+        inf = float("inf")
+        calls = sorted(
+            (c for c in self.failures.get(process, ()) if id(c) not in self.used),
+            key=lambda c: -inf if c.started is None else c.started,
+        )
+        matched: dict[int, Call] = {}
+        open_calls: list[tuple[float, int]] = []  # (when its window closes, index in calls)
+        unseen = []
+        i = 0
+        for n in sorted(numbers, key=lambda n: self.writes[n].observed or 0.0):
+            seen = self.writes[n].observed
+            if seen is None:
+                unseen.append(n)
+                continue
+            while i < len(calls) and (calls[i].started or -inf) <= seen:
+                ended = calls[i].ended
+                heapq.heappush(
+                    open_calls, (inf if ended is None else ended + self.history.late_secs, i)
+                )
+                i += 1
+            while open_calls and open_calls[0][0] < seen:
+                heapq.heappop(open_calls)
+            if open_calls:
+                matched[n] = calls[heapq.heappop(open_calls)[1]]
+        # Writes seen at unknown times may be any leftover call's.
+        taken = {id(c) for c in matched.values()}
+        spare = [c for c in calls if id(c) not in taken]
+        for n, call in zip(unseen, spare, strict=False):
+            matched[n] = call
+        for call in matched.values():
+            self.used.add(id(call))
+        return matched
+
+
+def _undocumented(causes: Counter[str], documented: frozenset[str]) -> Counter[str]:
+    return Counter(
+        {c: n for c, n in causes.items() if c not in documented and c != UNATTRIBUTED and n}
+    )
+
+
+def _causes(counts: Counter[str]) -> str:
+    return ", ".join(f"{cause} {n}" for cause, n in counts.most_common())
+
+
+def _examples(groups: Iterable[list[int]], limit: int = 3) -> str:
+    listed = [" and ".join(map(str, sorted(ns))) for ns in groups]
+    return "; ".join(listed[:limit]) + ("; ..." if len(listed) > limit else "")
 
 
 def _number(value: dict[str, Any] | None) -> int | None:

@@ -1,30 +1,47 @@
-"""The soak: every strategy, several processes, many tasks, injected faults, every number checked.
+"""The soak: every strategy, several processes, many tasks, injected faults, a process killed,
+every number and every stored item checked.
 
 ::
 
     python -m aioseq.testing.soak [--server moto|dynamodb-local | --endpoint-url URL]
-        [--processes 4] [--concurrency 200] [--count 20000] [--fault-rate 0.05] [--seed 1]
-        [--strategies atomic,allocator,optimistic+group,sort-key+group,transactional+group]
+        [--processes 4] [--concurrency 200] [--count 20000] [--seed 1]
+        [--faults KIND=RATE,... | --fault-rate R] [--kill-at 0.5] [--cancel-rate 0.01]
+        [--strategies atomic,allocator,optimistic,sort-key,transactional]
         [--read-timeout-secs 5]
 
-For each strategy, ``--processes`` worker processes each take ``--count`` numbers from one
-shared counter with ``--concurrency`` tasks (one counter object per process), through a
-:class:`~aioseq.testing.fault_proxy.FaultProxy` that injects ``--fault-rate`` of faults, shared
-equally by every kind (throttling, 500s, transaction conflicts, resets, delays past the
-client's read timeout, answers lost after the server applied the request). Each worker
-records every call in a :class:`~aioseq.testing.history.History` (with its times and whether
-it succeeded); the proxy logs every write the server applied and whether its answer got
-through. Then the histories, the counter item and the stored items are checked against the
-strategy's guarantees, and one row per strategy is printed: numbers checked, faults injected
-by kind, duplicates, holes where gapless is promised, order violations, gaps by cause. Exit
-status 1 if any guarantee was broken.
+For each strategy, ``--processes`` worker processes (``p0``, ``p1``...) each take ``--count``
+numbers from one shared counter with ``--concurrency`` tasks (one counter object per process),
+through a :class:`~aioseq.testing.fault_proxy.FaultProxy`:
 
-``strategy+group`` runs the strategy with group commit. The ungrouped conditional strategies
-(``optimistic``, ``sort-key``, ``transactional``) serve one caller per round trip per process,
-which makes the full size (4 x 20,000 numbers) take tens of minutes on DynamoDB Local; their
-grouped modes serve every waiting caller per round trip. moto copies the whole table on every
-transaction, so sort-key and transactional slow down as the table grows (each strategy gets
-its own table here): run it smaller there (``--count 2000``).
+- **faults**: :data:`DEFAULT_FAULTS` unless ``--faults`` (``KIND=RATE`` pairs) or
+  ``--fault-rate`` (that share of requests, split equally between every kind) says otherwise.
+  The default loses 5.5% of answers after the server applied the request (``response-lost``
+  4.5%, and ``delay`` 1%: held past the client's read timeout, then applied), and fails 4.5%
+  more before they reach the server: 500s (2%), resets (1%), throttling (1%) and transaction
+  conflicts (0.5%).
+- **a killed process**: once ``p0`` has completed ``--kill-at`` of its calls it gets SIGKILL
+  (it sends it to itself, at once: no cleanup, no flush, its other calls in flight), and
+  ``p0-again`` takes the rest of its numbers; the checker is told ``p0`` was killed
+  (``--kill-at 0``: nobody is killed).
+- **cancelled callers**: ``--cancel-rate`` of the calls are cancelled after a random 1-100 ms.
+
+Each worker appends every call to its own history file as it completes (its times, its
+numbers or its error, and its payload: the item-writing strategies store ``<process>/<task>/
+<seq>`` with each item), so the killed process leaves its completed calls behind; the proxy
+logs every write the server applied and whether its answer got through. Then the histories,
+the counter item and the stored items (number -> payload) are checked against the strategy's
+guarantees by :class:`~aioseq.testing.history.History`, and a row per strategy is printed
+(numbers checked, requests, faults, failed calls, duplicates, items stored twice, holes, order
+violations) with the faults injected by kind and the gaps or unacknowledged items by cause
+below it. Exit status 1 if any guarantee was broken.
+
+Strategies run with the library's defaults (the conditional ones grouped);
+``STRATEGY+no-group`` (or ``"STRATEGY --no-group"``) runs ``optimistic``, ``sort-key`` or
+``transactional`` without group commit, and ``STRATEGY+group`` asks for group commit
+explicitly. The ungrouped conditional strategies serve one caller per round trip per process,
+which makes the full size (4 x 20,000 numbers) take tens of minutes on DynamoDB Local. moto
+copies the whole table on every transaction, so sort-key and transactional slow down as the
+table grows (each strategy gets its own table here): run it smaller there (``--count 2000``).
 
 DynamoDB Local listens on every interface: ``--server dynamodb-local`` starts it, so run the
 soak inside ``scripts/in-loopback-netns``.
@@ -35,33 +52,111 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
+import random
+import re
+import signal
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from aioseq._store import DynamoStore
 from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
-from aioseq.testing._server import serving
-from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
+from aioseq.testing import serving
+from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS, FaultProxy, FaultSchedule
 from aioseq.testing.history import History, Report
-from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_numbers
-
-__all__ = ["DEFAULT_STRATEGIES", "Soak", "main", "run_soak"]
-
-DEFAULT_STRATEGIES = (
-    "atomic",
-    "allocator",
-    "optimistic+group",
-    "sort-key+group",
-    "transactional+group",
+from aioseq.workload import (
+    GAPLESS_STRATEGIES,
+    GROUPED_STRATEGIES,
+    STRATEGIES,
+    make_taker,
+    stored_payloads,
 )
+
+__all__ = [
+    "DEFAULT_FAULTS",
+    "DEFAULT_STRATEGIES",
+    "Soak",
+    "describe_faults",
+    "main",
+    "parse_strategy",
+    "run_soak",
+]
+
+DEFAULT_STRATEGIES = ("atomic", "allocator", "optimistic", "sort-key", "transactional")
+
+#: The default fault schedule, by kind (10% of requests): 5.5% of answers lost after the
+#: server applied the request, 2% 500s, 1% resets, 1% throttling, 0.5% transaction conflicts.
+DEFAULT_FAULTS: Mapping[str, float] = {
+    "response-lost": 0.045,
+    "delay": 0.01,
+    "internal-error": 0.01,
+    "http-500": 0.01,
+    "reset": 0.01,
+    "throughput-exceeded": 0.005,
+    "throttling": 0.005,
+    "transaction-conflict": 0.005,
+}
+
+#: The fault kinds by what the client sees, for the report.
+_FAULT_GROUPS = (
+    ("answers lost after the server applied the request", ("response-lost", "delay")),
+    ("500s", ("internal-error", "http-500")),
+    ("resets", ("reset",)),
+    ("throttling", ("throughput-exceeded", "throttling")),
+    ("transaction conflicts", ("transaction-conflict",)),
+)
+
+#: The process killed mid-run, and the one that takes the rest of its numbers.
+VICTIM, VICTIM_AGAIN = "p0", "p0-again"
+
+#: A cancelled call is cancelled after a random delay up to this, in seconds.
+CANCEL_WITHIN_SECS = 0.1
+
+
+def parse_strategy(name: str) -> tuple[str, bool | None]:
+    """``(strategy, group)`` for a soak strategy name: ``"optimistic"`` -> ``("optimistic",
+    None)`` (the library's default), ``"optimistic+no-group"`` or ``"optimistic --no-group"``
+    -> ``False``, ``"optimistic+group"`` -> ``True``.
+
+    Raises:
+        ValueError: an unknown strategy, or a group mode for one that has none.
+    """
+    base, _, mode = " ".join(name.split()).replace(" --", "+").partition("+")
+    modes = {"": None, "group": True, "no-group": False}
+    if base not in STRATEGIES or mode not in modes:
+        raise ValueError(
+            f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}, or "
+            f"STRATEGY+no-group for {', '.join(sorted(GROUPED_STRATEGIES))} without group commit"
+        )
+    if mode and base not in GROUPED_STRATEGIES:
+        raise ValueError(f"{base} has no group mode: {name!r}")
+    return base, modes[mode]
+
+
+def describe_faults(rates: Mapping[str, float], *, read_timeout_secs: float) -> str:
+    """The fault schedule in one line: the total, then each kind's rate by what the client
+    sees."""
+    parts = []
+    for what, kinds in _FAULT_GROUPS:
+        shown = [k for k in kinds if rates.get(k)]
+        if not shown:
+            continue
+        total = sum(rates[k] for k in shown)
+        detail = ", ".join(
+            f"{k} {rates[k]:.1%}"
+            + (f" past the {read_timeout_secs:g} s read timeout" if k == "delay" else "")
+            for k in shown
+        )
+        parts.append(f"{what} {total:.1%} ({detail})")
+    return f"{sum(rates.values()):.1%} of requests: " + "; ".join(parts) if parts else "none"
 
 
 @dataclass(frozen=True)
@@ -73,12 +168,15 @@ class Soak:
         wall_secs: from the workers' start to their end, in seconds.
         requests: requests the proxy received.
         injected: faults injected, by kind.
+        killed_after: calls the killed process had completed when it was killed, or ``None``
+            when nobody was killed (``kill_at`` 0).
     """
 
     report: Report
     wall_secs: float
     requests: int
     injected: Counter[str]
+    killed_after: int | None = None
 
 
 async def run_soak(
@@ -88,9 +186,11 @@ async def run_soak(
     processes: int = 4,
     concurrency: int = 200,
     count: int = 20_000,
-    fault_rate: float = 0.05,
+    faults: Mapping[str, float] = DEFAULT_FAULTS,
     seed: int = 1,
     read_timeout_secs: float = 5.0,
+    kill_at: float = 0.5,
+    cancel_rate: float = 0.01,
     out: Callable[[str], None] = print,
 ) -> list[Soak]:
     """Soak each of ``strategies`` against the server at ``endpoint_url`` (see the module doc)
@@ -99,46 +199,67 @@ async def run_soak(
     Each strategy gets its own table (created, then deleted) and its own proxy; delays hold a
     request ``read_timeout_secs + 0.5`` seconds.
 
+    Parameters:
+        strategies: names as :func:`parse_strategy` takes them.
+        processes, concurrency, count: worker processes, tasks per process, numbers per
+            process.
+        faults: the fault schedule's rate per kind (:data:`DEFAULT_FAULTS`).
+        seed: the fault schedule's seed (plus the strategy's index), and the workers'.
+        read_timeout_secs: the workers' read timeout.
+        kill_at: ``p0`` is killed once it completed this share of its calls (0: never).
+        cancel_rate: the share of calls cancelled mid-way.
+
     Returns:
         one :class:`Soak` per strategy, in order.
 
     Raises:
-        ValueError: an unknown strategy.
+        ValueError: an unknown strategy, or a bad argument.
+        ConfigurationError: a bad fault schedule.
         RuntimeError: a worker process failed (its stderr is in the message).
     """
     for name in strategies:
-        if name.split("+", 1)[0] not in STRATEGIES or name.partition("+")[2] not in ("", "group"):
-            raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
+        parse_strategy(name)
+    if not 0 <= kill_at < 1 or not 0 <= cancel_rate <= 1:
+        raise ValueError(
+            f"kill_at must be in [0, 1) and cancel_rate in [0, 1]: {kill_at, cancel_rate}"
+        )
+    FaultSchedule(faults)  # validates
+    killing = f"{VICTIM} killed (SIGKILL) after {kill_at:.0%} of its calls, then {VICTIM_AGAIN}"
     out(
         f"soak: {len(strategies)} strategies x {processes} processes x {concurrency} tasks x "
-        f"{count} numbers, {fault_rate:.1%} faults (seed {seed}), via a fault proxy to "
-        f"{endpoint_url}"
+        f"{count} numbers via a fault proxy to {endpoint_url}; "
+        + (killing if kill_at else "no process killed")
+        + f"; {cancel_rate:.1%} of calls cancelled"
     )
+    out(f"faults (seed {seed}): {describe_faults(faults, read_timeout_secs=read_timeout_secs)}")
     out(_header())
     results: list[Soak] = []
+    delay_secs = read_timeout_secs + 0.5
     for i, strategy in enumerate(strategies):
         table = TableSpec(name=f"aioseq-soak-{uuid.uuid4().hex[:8]}")
-        history = History(table)
-        schedule = FaultSchedule.uniform(
-            fault_rate, seed=seed + i, delay_secs=read_timeout_secs + 0.5
-        )
+        # A write held by a delay fault reaches the server up to delay_secs after its caller
+        # gave up (plus the server's own time).
+        history = History(table, late_secs=delay_secs + 10.0)
+        schedule = FaultSchedule(faults, seed=seed + i, delay_secs=delay_secs)
         async with DynamoStore.open(table=table, endpoint_url=endpoint_url) as store:
             await store.create_table()
             try:
                 with FaultProxy(endpoint_url, schedule, on_exchange=history.observe) as proxy:
                     started = time.perf_counter()
-                    await _run_workers(
+                    killed_after = await _run_workers(
                         proxy.endpoint_url, table.name, strategy, history,
                         processes=processes, concurrency=concurrency, count=count,
-                        read_timeout_secs=read_timeout_secs,
+                        read_timeout_secs=read_timeout_secs, seed=seed, kill_at=kill_at,
+                        cancel_rate=cancel_rate,
                     )  # fmt: skip
                     wall = time.perf_counter() - started
                 report = await _check(store, history, strategy)
             finally:
                 await store.delete_table()
-        soak = Soak(report, wall, proxy.requests, proxy.injected)
+        soak = Soak(report, wall, proxy.requests, proxy.injected, killed_after)
         results.append(soak)
-        out(_row(soak))
+        for line in _rows(soak):
+            out(line)
     for line in _summary(results):
         out(line)
     return results
@@ -154,44 +275,95 @@ async def _run_workers(
     concurrency: int,
     count: int,
     read_timeout_secs: float,
-) -> None:
+    seed: int,
+    kill_at: float,
+    cancel_rate: float,
+) -> int | None:
+    """Run the workers (``p0`` killed at ``kill_at``, then ``p0-again`` for the rest), load
+    every history; returns the calls ``p0`` had completed when killed, or ``None``."""
     with tempfile.TemporaryDirectory(prefix="aioseq-soak-") as tmp:
-        files = [Path(tmp) / f"p{p}.jsonl" for p in range(processes)]
+        folder = Path(tmp)
         command = [
             sys.executable, "-m", "aioseq.testing.soak", "--worker",
             "--endpoint-url", endpoint_url, "--table", table, "--strategies", strategy,
-            "--count", str(count), "--concurrency", str(concurrency),
-            "--read-timeout-secs", str(read_timeout_secs),
+            "--concurrency", str(concurrency), "--read-timeout-secs", str(read_timeout_secs),
+            "--seed", str(seed), "--cancel-rate", str(cancel_rate),
         ]  # fmt: skip
-        workers = [
-            await asyncio.create_subprocess_exec(
-                *command,
-                *("--process", f"p{p}", "--history", str(files[p])),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, "AWS_SDK_UA_APP_ID": f"p{p}"},
-            )
-            for p in range(processes)
-        ]
-        errors = await asyncio.gather(*(w.communicate() for w in workers))
-        for p, (worker, (_, stderr)) in enumerate(zip(workers, errors, strict=True)):
-            if worker.returncode != 0:
-                raise RuntimeError(f"soak worker p{p} failed: {stderr.decode()[-2000:]}")
-            history.load(files[p])
+
+        async def spawn(
+            name: str, numbers: int | None, kill_after: int | None = None
+        ) -> asyncio.subprocess.Process:
+            with (folder / f"{name}.stderr").open("wb") as stderr:
+                return await asyncio.create_subprocess_exec(
+                    *command,
+                    *("--process", name, "--history", str(folder / f"{name}.jsonl")),
+                    *(("--count", str(numbers)) if numbers is not None else ()),
+                    *(("--kill-after", str(kill_after)) if kill_after else ()),
+                    stdin=asyncio.subprocess.PIPE
+                    if numbers is None
+                    else asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=stderr,  # a file: a chatty worker never blocks on a full pipe
+                    env={**os.environ, "AWS_SDK_UA_APP_ID": name},
+                )
+
+        # p0 kills itself (SIGKILL: no cleanup, no flush) as soon as it has completed its
+        # share, with its other tasks' calls in flight: a parent watching from outside would
+        # often be too late for a fast strategy (the allocator takes thousands a second).
+        # p0-again starts with the others and waits, its client ready, to be told how many
+        # numbers p0 left (a Python process with botocore takes seconds to start here).
+        kill_after = max(1, int(kill_at * count)) if kill_at else None
+        workers: dict[str, asyncio.subprocess.Process] = {}
+        killed_after: int | None = None
+        try:
+            for p in range(processes):
+                workers[f"p{p}"] = await spawn(f"p{p}", count, kill_after if p == 0 else None)
+            if kill_after is not None:
+                again = workers[VICTIM_AGAIN] = await spawn(VICTIM_AGAIN, None)
+                await workers[VICTIM].wait()
+                left = 0
+                if workers[VICTIM].returncode == -signal.SIGKILL:
+                    killed_after = _lines(folder / f"{VICTIM}.jsonl")
+                    history.mark_killed(VICTIM)
+                    left = max(0, count - killed_after)
+                assert again.stdin is not None
+                again.stdin.write(f"{left}\n".encode())
+                await again.stdin.drain()
+                again.stdin.close()
+            await asyncio.gather(*(w.wait() for w in workers.values()))
+        except BaseException:  # cancelled, or a worker could not start: leave none behind
+            for worker in workers.values():
+                if worker.returncode is None:
+                    worker.kill()
+                    await worker.wait()
+            raise
+        for name, worker in workers.items():
+            killed = name == VICTIM and killed_after is not None
+            if worker.returncode != (-signal.SIGKILL if killed else 0):
+                stderr = (folder / f"{name}.stderr").read_text(errors="replace")
+                raise RuntimeError(
+                    f"soak worker {name} exited with {worker.returncode}: {stderr[-2000:]}"
+                )
+            history.load(folder / f"{name}.jsonl")
+    return killed_after
+
+
+def _lines(log: Path) -> int:
+    """Complete lines in ``log`` (a torn last one is not a call)."""
+    return log.read_bytes().count(b"\n") if log.exists() else 0
 
 
 async def _check(store: DynamoStore, history: History, strategy: str) -> Report:
-    base = strategy.split("+", 1)[0]
+    base, _ = parse_strategy(strategy)
     key = _counter_key(strategy)
     if base in GAPLESS_STRATEGIES:
-        return history.check(strategy, key, stored=await stored_numbers(store, key))
+        return history.check(strategy, key, stored=await stored_payloads(store, key))
     top = await make_taker(store, base, key).current()
     return history.check(strategy, key, top=top)
 
 
 def _counter_key(strategy: str) -> str:
-    return "soak-" + strategy.replace("+", "-")
+    return "soak-" + re.sub(r"[^A-Za-z0-9]+", "-", strategy).strip("-")
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -205,72 +377,103 @@ _COLUMNS = (
     ("fault %", 7),
     ("failed", 6),
     ("dupl.", 5),
+    ("twice", 5),
     ("holes", 5),
     ("order", 5),
-    ("gaps by cause", 0),
 )
 
 
+def _cells(cells: Sequence[object]) -> str:
+    return "  ".join(
+        f"{c:<{w}}" if i == 0 else f"{c:>{w}}"
+        for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS, strict=True))
+    )
+
+
 def _header() -> str:
-    names = [f"{n:<{w}}" if i == 0 else f"{n:>{w}}" for i, (n, w) in enumerate(_COLUMNS[:-1])]
-    return "  ".join([*names, _COLUMNS[-1][0]]) + "  check"
+    return _cells([name for name, _ in _COLUMNS]) + "  check"
 
 
 def _causes(counts: Counter[str]) -> str:
     return ", ".join(f"{cause} {n}" for cause, n in counts.most_common()) or "-"
 
 
-def _row(soak: Soak) -> str:
+def _kinds(injected: Counter[str]) -> str:
+    """Faults injected, by kind, in the order of :data:`KINDS`."""
+    return ", ".join(f"{k} {injected[k]}" for k in KINDS if injected[k]) or "none"
+
+
+def _rows(soak: Soak) -> list[str]:
+    """The strategy's row, then what was injected and what was lost, indented below it."""
     r = soak.report
     faults = sum(soak.injected.values())
-    cells = [
-        r.strategy,
-        r.numbers,
-        f"{soak.wall_secs:.1f}",
-        soak.requests,
-        faults,
-        f"{faults / max(soak.requests, 1):.1%}",
-        sum(r.failed.values()),
-        r.duplicates,
-        r.holes,
-        r.order_violations,
-    ]
-    texts = [
-        f"{c:<{w}}" if i == 0 else f"{c:>{w}}"
-        for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS, strict=False))
-    ]
-    gaps = _causes(r.gaps)
-    if r.stored is not None:
-        gaps = f"none (stored {r.stored}; unacknowledged: {_causes(r.unacknowledged)})"
+    row = _cells(
+        [
+            r.strategy,
+            r.numbers,
+            f"{soak.wall_secs:.1f}",
+            soak.requests,
+            faults,
+            f"{faults / max(soak.requests, 1):.1%}",
+            sum(r.failed.values()),
+            r.duplicates,
+            "-" if r.stored is None else r.stored_twice,
+            r.holes,
+            r.order_violations,
+        ]
+    )
     check = "ok" if r.ok else "FAILED: " + "; ".join(r.problems)
-    return "  ".join([*texts, gaps]) + "  " + check
+    applied = sum(soak.injected[k] for k in APPLIED_KINDS)
+    lines = [
+        f"{row}  {check}",
+        f"    injected: {_kinds(soak.injected)} "
+        f"(answers lost after being applied: {applied}, "
+        f"{applied / max(soak.requests, 1):.1%} of requests)",
+    ]
+    if r.stored is None:
+        lines.append(f"    gaps by cause: {_causes(r.gaps)}")
+    else:
+        lines.append(
+            f"    stored {r.stored} items; unacknowledged by cause: {_causes(r.unacknowledged)}"
+        )
+    if r.failed:
+        lines.append(f"    failed calls: {_causes(r.failed)}")
+    if soak.killed_after is not None:
+        lines.append(
+            f"    {VICTIM} killed after {soak.killed_after} calls; {VICTIM_AGAIN} took the rest"
+        )
+    return lines
 
 
 def _summary(results: list[Soak]) -> list[str]:
     injected: Counter[str] = Counter()
     gaps: Counter[str] = Counter()
+    unacknowledged: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     for s in results:
         injected.update(s.injected)
         failed.update(s.report.failed)
         gaps.update(s.report.gaps)
-        gaps.update({f"unacknowledged item: {k}": n for k, n in s.report.unacknowledged.items()})
+        unacknowledged.update(s.report.unacknowledged)
     requests = sum(s.requests for s in results)
-    lines = [
+    applied = sum(injected[k] for k in APPLIED_KINDS)
+    total = sum(injected.values())
+    return [
         f"numbers checked: {sum(s.report.numbers for s in results)}",
-        f"requests: {requests}; faults injected: {sum(injected.values())} "
-        f"({sum(injected.values()) / max(requests, 1):.2%}): "
+        f"requests: {requests}; faults injected: {total} ({total / max(requests, 1):.2%}), "
+        f"answers lost after being applied: {applied} ({applied / max(requests, 1):.2%}): "
         + ", ".join(f"{k} {injected[k]}" for k in KINDS),
         f"duplicates: {sum(s.report.duplicates for s in results)}",
-        f"holes where gapless is promised: {sum(s.report.holes for s in results)}",
+        f"items stored twice: {sum(s.report.stored_twice for s in results)}",
+        f"holes where none is promised: {sum(s.report.holes for s in results)}",
         f"order violations: {sum(s.report.order_violations for s in results)}",
         f"failed calls: {sum(failed.values())} ({_causes(failed)})",
         f"gaps by cause: {_causes(gaps)}",
+        f"unacknowledged items by cause: {_causes(unacknowledged)}",
         "all guarantees held"
         if all(s.report.ok for s in results)
         else "FAILED: " + ", ".join(s.report.strategy for s in results if not s.report.ok),
     ]
-    return lines
 
 
 # --- one worker process ---------------------------------------------------------------------
@@ -278,40 +481,70 @@ def _summary(results: list[Soak]) -> list[str]:
 
 async def _worker(args: argparse.Namespace) -> None:
     strategy = args.strategies
-    base, _, mode = strategy.partition("+")
+    base, group = parse_strategy(strategy)
     key = _counter_key(strategy)
-    history = History()
+    history = History(log=Path(args.history))
+    rng = random.Random(f"{args.seed}/{args.process}")
     async with DynamoStore.open(
         table=args.table, endpoint_url=args.endpoint_url, read_timeout_secs=args.read_timeout_secs
     ) as store:
-        taker = make_taker(store, base, key, group=mode == "group")
+        taker = make_taker(store, base, key, group=group)
+        if args.count is None:  # ready: now wait to be told how many (see _run_workers)
+            line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+            args.count = int(line or 0)
         remaining = args.count
 
         async def task(i: int) -> None:
             nonlocal remaining
+            seq = 0
             while remaining > 0:
                 remaining -= 1
-                with contextlib.suppress(AioseqError):  # recorded as a failed call
-                    await history.take(
-                        taker.take, strategy=strategy, counter=key, process=args.process, task=i
-                    )
+                seq += 1
+                payload = f"{args.process}/{i}/{seq}"
+                call = history.take(
+                    functools.partial(taker.put, payload),
+                    strategy=strategy, counter=key, process=args.process, task=i, payload=payload,
+                )  # fmt: skip
+                # A failed or cancelled call is recorded as such.
+                with contextlib.suppress(AioseqError, asyncio.TimeoutError):
+                    if rng.random() < args.cancel_rate:
+                        await asyncio.wait_for(call, rng.uniform(0.001, CANCEL_WITHIN_SECS))
+                    else:
+                        await call
+                if args.kill_after is not None and len(history.calls) >= args.kill_after:
+                    os.kill(os.getpid(), signal.SIGKILL)  # mid-run: other calls are in flight
 
         try:
-            await asyncio.gather(*(task(i) for i in range(min(args.concurrency, args.count))))
+            await asyncio.gather(*(task(i) for i in range(min(args.concurrency, remaining))))
         finally:
             if taker.aclose is not None:
                 await taker.aclose()
-    history.dump(Path(args.history))
+            history.close()
 
 
 # --- the command ----------------------------------------------------------------------------
+
+
+def _fault_rates(text: str) -> dict[str, float]:
+    """``"response-lost=0.05,reset=0.01"`` -> rates by kind."""
+    rates: dict[str, float] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        kind, sep, rate = pair.partition("=")
+        try:
+            rates[kind.strip()] = float(rate)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise argparse.ArgumentTypeError(f"not KIND=RATE: {pair!r}")
+    return rates
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; see the module doc. Exit status 0 if every guarantee held, else 1."""
     parser = argparse.ArgumentParser(
         prog="python -m aioseq.testing.soak",
-        description="Every strategy under injected faults, every number checked.",
+        description="Every strategy under injected faults and a killed process, every number "
+        "and every stored item checked.",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
@@ -320,13 +553,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--endpoint-url", metavar="URL", help="use a running server instead")
     parser.add_argument("--processes", type=int, default=4, help="worker processes (4)")
     parser.add_argument("--concurrency", type=int, default=200, help="tasks per process (200)")
-    parser.add_argument("--count", type=int, default=20_000, help="numbers per process (20000)")
-    parser.add_argument("--fault-rate", type=float, default=0.05, help="share of requests (0.05)")
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="numbers per process (20000)",
+    )
+    schedule = parser.add_mutually_exclusive_group()
+    default_faults = ",".join(f"{k}={r:g}" for k, r in DEFAULT_FAULTS.items())
+    schedule.add_argument(
+        "--faults",
+        type=_fault_rates,
+        default=None,
+        metavar="KIND=RATE,...",
+        help=f"the fault schedule, a rate per kind (default: {default_faults})",
+    )
+    schedule.add_argument(
+        "--fault-rate",
+        type=float,
+        default=None,
+        metavar="R",
+        help="instead: this share of requests, split equally between every kind",
+    )
     parser.add_argument("--seed", type=int, default=1, help="the fault schedule's seed (1)")
+    parser.add_argument(
+        "--kill-at",
+        type=float,
+        default=0.5,
+        metavar="SHARE",
+        help="SIGKILL process p0 once it completed this share of its calls, then start "
+        "p0-again for the rest (0.5; 0: kill nobody)",
+    )
+    parser.add_argument(
+        "--cancel-rate",
+        type=float,
+        default=0.01,
+        metavar="SHARE",
+        help=f"cancel this share of the calls mid-way, after up to {CANCEL_WITHIN_SECS * 1000:g} "
+        "ms (0.01)",
+    )
     parser.add_argument(
         "--strategies",
         default=",".join(DEFAULT_STRATEGIES),
-        help="comma-separated; STRATEGY+group for group commit "
+        help="comma-separated, each with the library's defaults (grouped where it can be); "
+        "STRATEGY+no-group (or 'STRATEGY --no-group') without group commit "
         f"(default: {','.join(DEFAULT_STRATEGIES)})",
     )
     parser.add_argument(
@@ -339,11 +609,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table", help=argparse.SUPPRESS)
     parser.add_argument("--process", help=argparse.SUPPRESS)
     parser.add_argument("--history", help=argparse.SUPPRESS)
+    parser.add_argument("--kill-after", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
+        args.count = getattr(args, "count", None)  # a worker without one reads it from stdin
         asyncio.run(_worker(args))
         return 0
-    strategies = [s for s in args.strategies.split(",") if s]
+    args.count = getattr(args, "count", 20_000)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if args.fault_rate is not None:
+        faults: Mapping[str, float] = {k: args.fault_rate / len(KINDS) for k in KINDS}
+    else:
+        faults = args.faults if args.faults is not None else DEFAULT_FAULTS
+    try:
+        for name in strategies:
+            parse_strategy(name)
+        FaultSchedule(faults)
+    except ValueError as exc:  # ConfigurationError too
+        parser.error(str(exc))
 
     def soak(endpoint_url: str) -> list[Soak]:
         return asyncio.run(
@@ -353,9 +636,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 processes=args.processes,
                 concurrency=args.concurrency,
                 count=args.count,
-                fault_rate=args.fault_rate,
+                faults=faults,
                 seed=args.seed,
                 read_timeout_secs=args.read_timeout_secs,
+                kill_at=args.kill_at,
+                cancel_rate=args.cancel_rate,
                 out=lambda line: print(line, flush=True),
             )
         )
