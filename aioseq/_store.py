@@ -8,6 +8,7 @@ code. The strategies build requests; they never see botocore.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import socket
@@ -16,7 +17,7 @@ import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import aioboto3
 import aiohttp
@@ -41,6 +42,7 @@ from aioseq._values import (
     check_region,
     check_seconds,
 )
+from aioseq.allocator import BlockAllocator
 from aioseq.config import DEFAULT_TABLE_NAME, RetryPolicy, TableSpec
 from aioseq.errors import (
     ConditionFailed,
@@ -57,6 +59,10 @@ from aioseq.errors import (
     ValidationFailed,
 )
 from aioseq.observe import Observer, RequestEvent, notify
+from aioseq.strategies.counter import AtomicCounter
+from aioseq.strategies.optimistic import OptimisticCounter
+from aioseq.strategies.sort_key import SortKeyCounter
+from aioseq.strategies.transactional import GaplessCounter
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -64,6 +70,9 @@ else:
     DynamoDBClient = Any
 
 __all__ = ["DynamoStore"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 log = logging.getLogger("aioseq")
 
@@ -87,6 +96,32 @@ LOCAL_REGION = "us-east-1"
 #: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
 #: accepts only letters and digits in access key ids).
 LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
+
+
+def _factory(
+    cls: Callable[Concatenate[DynamoStore, P], T], name: str
+) -> Callable[Concatenate[DynamoStore, P], T]:
+    """A factory method of :class:`DynamoStore` that makes ``cls`` on the store, with
+    ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
+    through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
+    ``__signature__`` copied from ``cls`` (without its ``store``)."""
+
+    def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return cls(self, *args, **kwargs)
+
+    signature = inspect.signature(cls)
+    own = list(signature.parameters.values())[1:]  # the store is ``self``
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    make.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[self_parameter, *own], return_annotation=cls.__name__
+    )
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (
+        f"A :class:`~aioseq.{cls.__name__}` on this store, remembered by it (closed by"
+        f" :meth:`aclose`): ``store.{name}(...)`` is ``{cls.__name__}(store, ...)``, with the"
+        f" same parameters, errors and guarantees."
+    )
+    return make
 
 
 def configured_endpoint(endpoint_url: str | None = None) -> str | None:
@@ -378,35 +413,14 @@ class DynamoStore:
 
     # --- the counters -----------------------------------------------------------------------
 
-    def atomic_counter(self, key: str, **options: Any) -> AtomicCounter:
-        """An :class:`~aioseq.strategies.AtomicCounter` on counter ``key``."""
-        from aioseq.strategies.counter import AtomicCounter
-
-        return AtomicCounter(self, key, **options)
-
-    def optimistic_counter(self, key: str, **options: Any) -> OptimisticCounter:
-        """An :class:`~aioseq.strategies.OptimisticCounter` on counter ``key``."""
-        from aioseq.strategies.optimistic import OptimisticCounter
-
-        return OptimisticCounter(self, key, **options)
-
-    def sort_key_counter(self, partition: str, **options: Any) -> SortKeyCounter:
-        """A :class:`~aioseq.strategies.SortKeyCounter` on item collection ``partition``."""
-        from aioseq.strategies.sort_key import SortKeyCounter
-
-        return SortKeyCounter(self, partition, **options)
-
-    def gapless_counter(self, key: str, **options: Any) -> GaplessCounter:
-        """A :class:`~aioseq.strategies.GaplessCounter` on counter ``key``."""
-        from aioseq.strategies.transactional import GaplessCounter
-
-        return GaplessCounter(self, key, **options)
-
-    def block_allocator(self, key: str, **options: Any) -> BlockAllocator:
-        """A :class:`~aioseq.BlockAllocator` on counter ``key``."""
-        from aioseq.allocator import BlockAllocator
-
-        return BlockAllocator(self, key, **options)
+    # Each factory has its class's own parameters, keyword-only and typed: see
+    # :func:`_factory`. ``store.atomic_counter("orders", max_value=99)`` is
+    # ``AtomicCounter(store, "orders", max_value=99)``, remembered by the store for aclose().
+    atomic_counter = _factory(AtomicCounter, "atomic_counter")
+    optimistic_counter = _factory(OptimisticCounter, "optimistic_counter")
+    sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
+    gapless_counter = _factory(GaplessCounter, "gapless_counter")
+    block_allocator = _factory(BlockAllocator, "block_allocator")
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -608,8 +622,6 @@ class Closeable(Protocol):
 
 
 def _is_allocator(thing: object) -> bool:
-    from aioseq.allocator import BlockAllocator
-
     return isinstance(thing, BlockAllocator)
 
 
@@ -652,11 +664,3 @@ class _Opening:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._store is not None:
             await self._store.aclose()
-
-
-if TYPE_CHECKING:
-    from aioseq.allocator import BlockAllocator
-    from aioseq.strategies.counter import AtomicCounter
-    from aioseq.strategies.optimistic import OptimisticCounter
-    from aioseq.strategies.sort_key import SortKeyCounter
-    from aioseq.strategies.transactional import GaplessCounter

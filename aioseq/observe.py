@@ -284,11 +284,11 @@ class OpenTelemetryObserver(Observer):
 
     def __init__(self, meter: Meter | None = None) -> None:
         if meter is None:
+            from importlib.metadata import version
+
             from opentelemetry import metrics
 
-            from aioseq import __version__
-
-            meter = metrics.get_meter("aioseq", __version__)
+            meter = metrics.get_meter("aioseq", version("aioseq"))
         self._request_duration = meter.create_histogram(
             "aioseq.request.duration", unit="s", description="DynamoDB request latency"
         )

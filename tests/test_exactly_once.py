@@ -19,6 +19,7 @@ from checks import assert_exactly, counter_item
 
 from aioseq import DynamoStore, OptimisticCounter, RetryPolicy
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
+from aioseq.strategies.optimistic import WriteForm
 from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
 from aioseq.workload import stored_numbers
 
@@ -75,7 +76,7 @@ async def stored_payloads(store: DynamoStore, partition: str) -> dict[int, Any]:
 @pytest.mark.parametrize("write", ["update", "put"])
 @pytest.mark.parametrize("group", [True, False], ids=["grouped", "ungrouped"])
 async def test_optimistic_lost_answer_hands_out_its_numbers(
-    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, write: str, group: bool
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, write: WriteForm, group: bool
 ) -> None:
     proxy.set_schedule(schedule("response-lost", operations={"UpdateItem", "PutItem"}))
     counter = lossy.optimistic_counter("c", write=write, group=group)

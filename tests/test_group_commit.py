@@ -9,6 +9,7 @@ import pytest
 from checks import assert_exactly, item_count
 
 from aioseq import ConfigurationError, DynamoStore, GaplessCounter, ItemAlreadyExists
+from aioseq.strategies.sort_key import OnConflict
 from aioseq.workload import stored_numbers
 
 
@@ -141,7 +142,7 @@ async def test_grouped_writers_in_two_objects_stay_gapless(aioseq_store: DynamoS
 
 @pytest.mark.parametrize("on_conflict", ["requery", "increment"])
 async def test_grouped_sort_key_puts_are_one_query_and_one_transaction_per_group(
-    aioseq_store: DynamoStore, on_conflict: str
+    aioseq_store: DynamoStore, on_conflict: OnConflict
 ) -> None:
     issues = aioseq_store.sort_key_counter("p", group=True, on_conflict=on_conflict)
     assert await issues.put() == 1

@@ -12,12 +12,13 @@ from aioseq import (
     DynamoStore,
     OptimisticCounter,
 )
+from aioseq.strategies.optimistic import WriteForm
 
 WRITE_FORMS = ["update", "put"]
 
 
 @pytest.mark.parametrize("write", WRITE_FORMS)
-async def test_sequential_values(aioseq_store: DynamoStore, write: str) -> None:
+async def test_sequential_values(aioseq_store: DynamoStore, write: WriteForm) -> None:
     counter = aioseq_store.optimistic_counter("k", write=write)
     assert [await counter.next() for _ in range(3)] == [1, 2, 3]
     assert await counter.next_many(4) == range(4, 8)
@@ -34,7 +35,7 @@ async def test_reads_the_counter_item_once_then_writes_only(aioseq_store: Dynamo
 
 @pytest.mark.parametrize("write", WRITE_FORMS)
 async def test_500_concurrent_callers_get_gapless_distinct_numbers(
-    aioseq_store: DynamoStore, write: str
+    aioseq_store: DynamoStore, write: WriteForm
 ) -> None:
     counter = aioseq_store.optimistic_counter("k", write=write)
     numbers = await asyncio.gather(*(counter.next() for _ in range(500)))
@@ -43,7 +44,7 @@ async def test_500_concurrent_callers_get_gapless_distinct_numbers(
 
 @pytest.mark.parametrize("write", WRITE_FORMS)
 async def test_a_lost_race_is_retried_with_the_value_the_failure_returned(
-    aioseq_store: DynamoStore, write: str
+    aioseq_store: DynamoStore, write: WriteForm
 ) -> None:
     a = aioseq_store.optimistic_counter("k", write=write)
     b = aioseq_store.optimistic_counter("k", write=write)

@@ -17,6 +17,7 @@ from aioseq import (
     SortKeyCounter,
     TableSpec,
 )
+from aioseq.strategies.sort_key import OnConflict
 from aioseq.workload import stored_numbers
 
 
@@ -43,7 +44,7 @@ async def test_stores_the_callers_attributes(aioseq_store: DynamoStore) -> None:
 
 @pytest.mark.parametrize("on_conflict", ["requery", "increment"])
 async def test_500_concurrent_puts_are_exactly_1_to_500(
-    aioseq_store: DynamoStore, on_conflict: str
+    aioseq_store: DynamoStore, on_conflict: OnConflict
 ) -> None:
     issues = aioseq_store.sort_key_counter("p", on_conflict=on_conflict)
     numbers = await asyncio.gather(*(issues.put() for _ in range(500)))
@@ -53,7 +54,7 @@ async def test_500_concurrent_puts_are_exactly_1_to_500(
 
 @pytest.mark.parametrize("on_conflict", ["requery", "increment"])
 async def test_lost_races_are_retried_and_counted(
-    aioseq_store: DynamoStore, on_conflict: str
+    aioseq_store: DynamoStore, on_conflict: OnConflict
 ) -> None:
     # max_in_flight=None: all 30 queries go out before any put, so most puts lose a race.
     issues = aioseq_store.sort_key_counter(

@@ -1,0 +1,149 @@
+"""The shape of the package: no import cycle, and a front door that type checkers can read.
+
+No server: the imports are read from the source (every ``import``, at any depth, except those
+under ``if TYPE_CHECKING:``), and mypy is run on a snippet.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import aioseq
+
+PACKAGE = Path(aioseq.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(
+    tree: ast.AST, module: str, is_package: bool, modules: frozenset[str] = frozenset()
+) -> Iterator[str]:
+    """The aioseq modules ``tree`` imports when it runs (TYPE_CHECKING blocks left out).
+    ``from package import submodule`` counts as the submodule (importing any submodule
+    initialises its package anyway), ``from package import name`` as the package."""
+    for node in _walk_at_run_time(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("aioseq"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            if name.startswith("aioseq"):
+                for alias in node.names:
+                    submodule = f"{name}.{alias.name}"
+                    yield submodule if submodule in modules else name
+
+
+def _walk_at_run_time(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node``, at any depth, except the bodies of ``if TYPE_CHECKING:``."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            for other in child.orelse:
+                yield from _walk_at_run_time(other)
+            continue
+        yield from _walk_at_run_time(child)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """aioseq module -> the aioseq modules it imports at run time."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        tree = ast.parse(path.read_text())
+        found = _runtime_imports(tree, module, path.name == "__init__.py", frozenset(paths))
+        graph[module] = {name for name in found if name in paths and name != module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle, as the list of modules around it, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for imported in sorted(graph[module]):
+            if state.get(imported) == 1:
+                return [*path[path.index(imported) :], imported]
+            if imported not in state and (cycle := visit(imported)):
+                return cycle
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_sees_function_level_imports_and_skips_type_checking() -> None:
+    source = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        from aioseq import errors
+        if TYPE_CHECKING:
+            from aioseq._store import DynamoStore
+        def f():
+            from aioseq.strategies import counter
+        """
+    )
+    modules = frozenset({"aioseq.errors", "aioseq.strategies.counter"})
+    found = set(_runtime_imports(ast.parse(source), "aioseq.x", False, modules))
+    assert "aioseq.errors" in found and "aioseq.strategies.counter" in found
+    assert "aioseq._store" not in found
+
+
+def test_aioseq_has_no_import_cycle() -> None:
+    graph = import_graph()
+    assert "aioseq.strategies._base" in graph  # the walk found the package
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_the_values_layer_imports_nothing_of_aioseq_but_its_errors() -> None:
+    assert import_graph()["aioseq._values"] <= {"aioseq.errors"}
+
+
+FACTORIES = [
+    ("atomic_counter", "max_value=5"),
+    ("optimistic_counter", 'write="update"'),
+    ("sort_key_counter", 'on_conflict="requery"'),
+    ("gapless_counter", 'number_attribute="n"'),
+    ("block_allocator", "block_size=5"),
+]
+
+
+@pytest.mark.slow
+def test_mypy_rejects_a_misspelt_keyword_on_every_factory(tmp_path: Path) -> None:
+    from mypy import api
+
+    lines = ["from aioseq import DynamoStore", "def use(store: DynamoStore) -> None:"]
+    for factory, good in FACTORIES:
+        lines.append(f'    store.{factory}("k", {good})')
+        lines.append(f'    store.{factory}("k", blok_size=5)  # misspelt')
+    snippet = tmp_path / "front_door.py"
+    snippet.write_text("\n".join(lines) + "\n")
+    stdout, _, status = api.run(["--strict", "--no-incremental", str(snippet)])
+    errors = [line for line in stdout.splitlines() if ": error:" in line]
+    assert status == 1
+    assert len(errors) == len(FACTORIES), stdout
+    assert all('Unexpected keyword argument "blok_size"' in line for line in errors), stdout
