@@ -17,7 +17,7 @@ from aioseq.workload import (
     STRATEGIES,
     check_numbers,
     run_workload,
-    stored_numbers,
+    stored_payloads,
 )
 
 __all__ = [
@@ -175,7 +175,8 @@ async def run_demo(
                 instances=instances,
                 group=group,
             )
-            stored = await stored_numbers(store, key) if strategy in GAPLESS_STRATEGIES else None
+            # number -> payload, so that an item stored twice fails the check too
+            stored = await stored_payloads(store, key) if strategy in GAPLESS_STRATEGIES else None
             check = check_numbers(run.numbers, stored)
             rows.append(
                 DemoRow(

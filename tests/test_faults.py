@@ -5,6 +5,7 @@ checker judging the numbers afterwards (its own tests, on made-up histories, are
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import signal
@@ -26,7 +27,7 @@ from aioseq import (
 )
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
 from aioseq.testing.history import History
-from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_numbers
+from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_payloads
 
 #: A short read timeout, so that a ``delay`` fault (held longer) times out quickly.
 READ_TIMEOUT_SECS = 0.5
@@ -216,15 +217,24 @@ async def test_every_strategy_keeps_its_guarantees_under_every_fault(
     taker = make_taker(faulty_store, strategy, "c", group=group)
 
     async def task(i: int) -> None:
-        for _ in range(8):
-            await history.take(taker.take, strategy=strategy, counter="c", process="", task=i)
+        for j in range(8):
+            payload = f"task{i}/{j}"
+            await history.take(
+                functools.partial(taker.put, payload),
+                strategy=strategy,
+                counter="c",
+                process="",
+                task=i,
+                payload=payload,
+            )
 
     await asyncio.gather(*(task(i) for i in range(8)))
     if taker.aclose is not None:
         await taker.aclose()
     proxy.on_exchange = None
     if strategy in GAPLESS_STRATEGIES:
-        report = history.check(strategy, "c", stored=await stored_numbers(aioseq_store, "c"))
+        # number -> payload: an item stored twice, or under another call's number, fails it
+        report = history.check(strategy, "c", stored=await stored_payloads(aioseq_store, "c"))
     else:
         report = history.check(
             strategy, "c", top=await make_taker(aioseq_store, strategy, "c").current()
