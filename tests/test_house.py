@@ -147,3 +147,18 @@ def test_mypy_rejects_a_misspelt_keyword_on_every_factory(tmp_path: Path) -> Non
     assert status == 1
     assert len(errors) == len(FACTORIES), stdout
     assert all('Unexpected keyword argument "blok_size"' in line for line in errors), stdout
+
+
+def test_no_name_aioseq_testing_exports_is_shadowed_by_a_submodule() -> None:
+    """``aioseq.testing`` loads its names on first use; a submodule of the same name would
+    replace the name once imported (as ``serving`` did)."""
+    import importlib
+    import types
+
+    import aioseq.testing
+
+    for path in (PACKAGE / "testing").glob("*.py"):
+        if path.stem not in ("__init__", "__main__"):
+            importlib.import_module(f"aioseq.testing.{path.stem}")
+    for name in aioseq.testing.__all__:
+        assert not isinstance(getattr(aioseq.testing, name), types.ModuleType), name

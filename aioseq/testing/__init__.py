@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from aioseq.testing.history import History as History
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
-    from aioseq.testing.serving import serving as serving
+    from aioseq.testing.servers import serving as serving
 
 __all__ = [
     "CapacityModel",
@@ -55,7 +55,7 @@ _MODULES = {
     "History": "aioseq.testing.history",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
-    "serving": "aioseq.testing.serving",
+    "serving": "aioseq.testing.servers",
 }
 
 
