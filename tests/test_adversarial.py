@@ -10,6 +10,7 @@ factory are in ``test_bad_input.py``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import socket
 import threading
@@ -201,13 +202,19 @@ async def test_everything_made_by_a_closed_store_raises_store_closed(
         aioseq_store.atomic_counter("new")
 
 
-async def test_a_cancelled_close_still_closes_the_client(aioseq_endpoint: str) -> None:
-    store = await DynamoStore.open(endpoint_url=aioseq_endpoint)
+@pytest.mark.parametrize("steps", [0, 1, 2, 3, 5, 8, 13, 21])
+async def test_a_cancelled_close_still_closes_the_client(aioseq_endpoint: str, steps: int) -> None:
+    """Cancelled after ``steps`` turns of the event loop: before the allocator's give-back,
+    during it, or while the client closes."""
+    store = await DynamoStore.open(endpoint_url=aioseq_endpoint, table=_name())
+    await store.create_table()
     allocator = store.block_allocator("k")
+    assert await allocator.next() == 1  # a block to give back: the close has requests to make
     closing = asyncio.ensure_future(store.aclose())
-    await asyncio.sleep(0)
+    for _ in range(steps):
+        await asyncio.sleep(0)
     closing.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError):  # or it had finished already
         await closing
     await within(15, store.aclose())  # the shared close, run to its end
     assert store.closed
@@ -215,6 +222,9 @@ async def test_a_cancelled_close_still_closes_the_client(aioseq_endpoint: str) -
         await store.call("list_tables")
     with pytest.raises(StoreClosed):
         await allocator.next()
+    assert allocator.statistics().returned == 99  # the give-back ran to its end too
+    async with DynamoStore.open(endpoint_url=aioseq_endpoint, table=store.table) as check:
+        await check.delete_table()
 
 
 # --- event loops -----------------------------------------------------------------------------
