@@ -497,18 +497,28 @@ async def section_hot_key(
     gapless: Variant = GAPLESS,
 ) -> list[Result]:
     """The atomic counter, the allocator and the gapless counter, all with their defaults, on
-    one hot key through the capacity model; errors are counted, not fatal."""
+    one hot key through the capacity model; errors are counted, not fatal. Right after the
+    atomic counter, a reference row: the same counter through the same round trip with AWS's
+    1,000 WCU/s per item, a budget it cannot reach, to show what the client could take
+    unthrottled at that moment (on a shared machine, possibly less than the budget)."""
     o = bench.options
+    runs = [
+        (atomic, "hot", False),
+        (atomic, "trip", True),
+        (allocator, "hot", False),
+        (gapless, "hot", False),
+    ]
     return [
         await bench.measure(
             "hot-key",
             variant,
             tasks=o.tasks,
             secs=o.hot_row_secs,
-            condition="hot",
+            condition=condition,
             count_errors=True,
+            reference=reference,
         )
-        for variant in (atomic, allocator, gapless)
+        for variant, condition, reference in runs
     ]
 
 
@@ -618,7 +628,7 @@ def rows_planned(options: Options) -> int:
     """How many rows the sections of ``options`` run (for the progress bar)."""
     per_section = {
         "peer": 3,
-        "hot-key": 3,
+        "hot-key": 4,
         "processes": 3 * options.processes_rounds,
         "overhead": 2 * options.overhead_rounds * len(options.overhead_tasks),
         "sweep": len(sweep_plan(options)) * options.sweep_rounds,
@@ -914,10 +924,18 @@ def targets(
             )
         )
 
-    if hot := by.get("hot-key"):
+    if everything := by.get("hot-key"):
+        hot = [r for r in everything if not r.setting.get("reference")]
+        unbound = next((r for r in everything if r.setting.get("reference")), None)
         atomic, allocator, gapless = hot[0], hot[1], hot[2]
         budget = options.hot_item_wcu_per_sec
         share = atomic.rate / budget
+        reference = (
+            f"; unbound (1,000 WCU/s, the same round trip) just after, it took"
+            f" {unbound.rate:,.0f} numbers/s"
+            if unbound
+            else ""
+        )
         errors = sum(sum(r.row.errors.values()) for r in hot)
         met = share >= 0.7 and errors == 0
         throttled = atomic.throttled or 0
@@ -932,11 +950,17 @@ def targets(
                 f"{atomic.rate:,.0f} numbers/s of {budget:g} WCU/s; {throttled:,} throttled"
                 f" requests ({throttled / max(atomic.row.numbers, 1):.2f} per number), p99"
                 f" {atomic.row.p99_ms:,.0f} ms; errors to callers: {errors}"
-                f" ({_errors_text(hot)})",
+                f" ({_errors_text(hot)}){reference}",
                 ""
                 if met
                 else f"{atomic.row.retries_per_number:.2f} retries per number; "
-                + _cores_text([atomic]),
+                + _cores_text([atomic])
+                + (
+                    f"; without a binding budget the client took only {unbound.rate:,.0f}"
+                    " numbers/s then: the budget was not what limited it"
+                    if unbound and unbound.rate < 0.7 * budget
+                    else ""
+                ),
             )
         )
         for row, goal, name in ((allocator, 20, "allocator"), (gapless, 3, "gapless")):
@@ -1222,9 +1246,11 @@ async def run(
         item_wcu_per_sec=options.hot_item_wcu_per_sec, round_trip_secs=options.round_trip_secs
     )
     trip_model = CapacityModel(round_trip_secs=options.round_trip_secs)
-    wanted = {"hot": hot_model} if {"hot-key", "sweep"} & set(options.sections) else {}
-    if "sweep" in options.sections:
-        wanted["trip"] = trip_model
+    wanted = (
+        {"hot": hot_model, "trip": trip_model}
+        if {"hot-key", "sweep"} & set(options.sections)
+        else {}
+    )
     body: dict[str, Any] = {"library_defaults": library_defaults()}
     with contextlib.ExitStack() as stack:
         proxies = {name: CapacityProxy(endpoint, model) for name, model in wanted.items()}
@@ -1473,9 +1499,11 @@ def markdown(report: dict[str, Any]) -> str:
             " in a child process: a write over an item's budget is answered as DynamoDB answers"
             " a hot key, and never reaches the server. Each strategy with its defaults;"
             " `throttled` counts the proxy's throttles, `errors` the calls that raised to the"
-            " caller (the task then makes its next call).",
+            " caller (the task then makes its next call). The reference row (condition `trip`)"
+            " runs the atomic counter right after, through the same round trip with AWS's"
+            " 1,000 WCU/s per item, which it cannot reach: what the client could take then.",
             "",
-            rows_table(rows),
+            rows_table(rows, ["condition"]),
             "",
         ]
     if rows := by.get("processes"):
