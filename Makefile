@@ -10,13 +10,21 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test lint bench bench-defaults soak clean
+.PHONY: demo test test-unit test-integration lint bench bench-defaults soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
 
 test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest $(ARGS)
+
+# The half with no server (pure logic: the coalescer, the token ring, the checker, the house): seconds.
+test-unit: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest tests/unit $(ARGS)
+
+# The half against the servers: the serialized moto server and Amazon DynamoDB Local.
+test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest tests/integration $(ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check aioseq tests benchmarks examples

@@ -18,7 +18,7 @@ import pytest
 
 from aioseq.testing import DynamoDBLocal
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DYNAMODB = "dynamodb-local"
 CLIENTS = ("aioseq-demo", "orders")

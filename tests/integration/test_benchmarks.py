@@ -24,7 +24,7 @@ from benchmarks import defaults
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.variants import NAMES, BareVariant, Contender, Place
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow  # ~15 s: a child process, its moto server, and 2 worker processes

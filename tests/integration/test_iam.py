@@ -175,7 +175,7 @@ def test_the_policy_document() -> None:
 
 
 def test_the_readme_shows_the_policy_aioseq_iam_writes() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Least privilege (IAM)", 1)[1]
     shown = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
     resource = "arn:aws:dynamodb:REGION:ACCOUNT:table/aioseq"
