@@ -12,9 +12,9 @@ as ``dynamodb:PutItem``, ``Update`` as ``dynamodb:UpdateItem``; AWS DynamoDB Dev
     >>> policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")["Statement"][0]["Action"]
     ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']
 
-``tests/integration/test_iam.py`` runs every feature against a real server, records the operations sent
-(and the kind of each write inside a transaction) through botocore's event hooks, and checks
-that they need exactly these actions on exactly the table.
+``tests/integration/test_iam.py`` runs every feature against a real server, records the
+operations sent (and the kind of each write inside a transaction) through botocore's event
+hooks, and checks that they need exactly these actions on exactly the table.
 """
 
 from __future__ import annotations
