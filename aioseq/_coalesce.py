@@ -168,8 +168,10 @@ class Coalescer(Generic[R, T]):
             self._task = self._binding.loop.create_task(self._run(), name=self._name)
 
     async def _run(self) -> None:
+        flushed = False  # once closed, the flush already started runs its batch, no other
         try:
-            while self._kicked or self.queue:
+            while (self._kicked or self.queue) and not (self._closed and flushed):
+                flushed = True
                 self._kicked = False
                 if self._window_secs > 0 and (
                     self._max_batch is None or len(self.queue) < self._max_batch
@@ -206,8 +208,8 @@ class Coalescer(Generic[R, T]):
             await asyncio.wait({self._task})  # never raises, never cancels the task
 
     async def close(self) -> None:
-        """Refuse new callers, let the running flush finish, then fail whoever still waits
-        with :class:`~aioseq.errors.StoreClosed`. Idempotent."""
+        """Refuse new callers, let the running flush finish (no other starts), then fail
+        whoever still waits with :class:`~aioseq.errors.StoreClosed`. Idempotent."""
         self._closed = True
         try:
             await self.wait_idle()

@@ -337,7 +337,8 @@ class DynamoStore:
         lets the group in flight finish and fails the callers still waiting with
         ``StoreClosed``; requests already sent are left ``timeout_secs`` in all to finish, so
         their callers get their numbers (a write in flight is never abandoned midway by
-        choice); then the client is closed, and a call still waiting gets ``StoreClosed``.
+        choice); then the client is closed (if the store opened it), and a request it cuts off
+        gets ``StoreClosed`` with ``maybe_applied`` set.
 
         The close runs in a task of its own, shielded: a caller cancelled while awaiting it
         gets ``CancelledError``, and the close still runs to the end (the client is never
@@ -359,12 +360,18 @@ class DynamoStore:
     async def _close(self, timeout_secs: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_secs
-        # Allocators first: their give-back goes through their atomic counter.
-        made = sorted(self._made, key=lambda thing: not _is_allocator(thing))
-        try:
-            await asyncio.wait_for(_close_all(made), timeout_secs)
-        except asyncio.TimeoutError:
-            log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
+        made = list(self._made)
+        # Allocators first, together: their give-back goes through their atomic counter, which
+        # must still be open; then every counter, together. A close that outlasts the deadline
+        # is cancelled (each one's own clean-up still runs).
+        for phase in (
+            [thing for thing in made if _is_allocator(thing)],
+            [thing for thing in made if not _is_allocator(thing)],
+        ):
+            try:
+                await asyncio.wait_for(_close_all(phase), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
         if self._in_flight:
             self._drained = asyncio.Event()
             try:
@@ -456,8 +463,11 @@ class DynamoStore:
             except (NoCredentialsError, PartialCredentialsError) as exc:
                 raise ConfigurationError(_NO_CREDENTIALS) from exc
             return response
-        except (asyncio.CancelledError, StoreError) as exc:
-            if self._client_closed and not _cancelling():  # cut off by aclose(), not cancelled
+        except (asyncio.CancelledError, ConnectionFailed) as exc:
+            # Cut off by aclose() closing the client (not a cancellation of the caller, not a
+            # service answer, which passes as it is): the request's fate is unknown.
+            owned = self._exit_stack is not None
+            if self._client_closed and owned and not _cancelling():
                 closed = StoreClosed("this DynamoStore was closed during the request")
                 closed.maybe_applied = True  # the request was sent; its fate is unknown
                 raise closed from exc
@@ -626,12 +636,11 @@ def _is_allocator(thing: object) -> bool:
 
 
 async def _close_all(things: list[Closeable]) -> None:
-    """Close ``things`` in order; one that fails is logged and does not stop the others."""
-    for thing in things:
-        try:
-            await thing.aclose()
-        except Exception as exc:  # e.g. an allocator's give-back to a table deleted already
-            log.warning("closing %r failed: %r", thing, exc)
+    """Close ``things`` at once; one that fails is logged and does not stop the others."""
+    results = await asyncio.gather(*(thing.aclose() for thing in things), return_exceptions=True)
+    for thing, result in zip(things, results, strict=True):
+        if isinstance(result, Exception):  # e.g. a give-back to a table deleted already
+            log.warning("closing %r failed: %r", thing, result)
 
 
 def _cancelling() -> bool:

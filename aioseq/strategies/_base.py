@@ -297,19 +297,24 @@ class Strategy:
             self._recovered += len(write.numbers)
             return True
         if applied is None:
-            lost = len(write.numbers)
-            self._unresolved += lost
-            log.warning(
-                "counter %r: a write of %d numbers whose answer was lost could not be"
-                " resolved (more than %d writes followed it); they may be lost",
-                self.key,
-                lost,
-                RECENT_WRITES,
-            )
-            if self.store.observer is not None:
-                event = WasteEvent(self.key, lost, "unresolved")
-                notify(self.store.observer.on_waste, event)
+            self._unresolved_write(write, f"more than {RECENT_WRITES} writes followed it")
         return False
+
+    def _unresolved_write(self, write: CounterWrite, why: str) -> None:
+        """Count the numbers of a write that may have been applied and whose outcome will not
+        be known (statistics, a warning, the observer's ``on_waste``): possibly taken, never
+        handed out."""
+        lost = len(write.numbers)
+        self._unresolved += lost
+        log.warning(
+            "counter %r: a write of %d numbers whose answer was lost was not resolved (%s);"
+            " they may be lost",
+            self.key,
+            lost,
+            why,
+        )
+        if self.store.observer is not None:
+            notify(self.store.observer.on_waste, WasteEvent(self.key, lost, "unresolved"))
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number

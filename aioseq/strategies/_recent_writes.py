@@ -181,14 +181,14 @@ class CounterWrite:
 
         Returns:
             True: applied (its token is in its slot); False: not applied; None: cannot tell,
-            because more than :data:`~aioseq.config.RECENT_WRITES` writes followed it, or a
-            writer outside aioseq removed the ring.
+            because more than :data:`~aioseq.config.RECENT_WRITES` writes followed it, a
+            writer outside aioseq removed the ring, or no counter item came back.
 
         Raises:
             CounterValueInvalid: the counter item's value or ``aioseq_writes`` is invalid.
         """
         if not found:
-            return False
+            return None  # deleted, or not returned: the failure tells nothing
         state = CounterState.of(found, key=key, table=table)
         mine = self.before.writes or 0  # this write is write number `mine`, from 0
         if state.writes is None or state.writes <= mine:

@@ -8,7 +8,7 @@ from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER
-from aioseq.errors import ConditionFailed, ConfigurationError, StoreError
+from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
 from aioseq.strategies._recent_writes import CounterWrite
 
@@ -46,9 +46,10 @@ class OptimisticCounter(Strategy):
     :mod:`aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
     a 5xx) is resent as it is; if the resend fails its condition, the counter item it returns
     says whether the first attempt was applied: then its numbers are handed out, not skipped.
-    Only when 32 or more writes followed it before the resend can this not be told: its numbers
-    are then counted as ``unresolved`` (statistics, a warning, the observer's ``on_waste``) and
-    new ones taken, so the worst case is a hole, never a duplicate.
+    It cannot be told when 32 or more writes followed it before the resend, or when no resend
+    gets through at all (every caller of the write was cancelled, or the retry policy ran out
+    first): its numbers are then counted as ``unresolved`` (statistics, a warning, the
+    observer's ``on_waste``), so the worst case is a hole, never a duplicate.
 
     The ``put`` form replaces the whole counter item (other attributes on it are dropped), as in
     the seed articles; ``update`` touches only the value, the write count and the ring.
@@ -140,6 +141,8 @@ class OptimisticCounter(Strategy):
         async def attempt() -> None:
             nonlocal pending, group, maybe_applied
             if pending is None or not any(take.waiting for take in group):
+                if pending is not None and maybe_applied:
+                    self._unresolved_write(pending, "every caller of it was cancelled")
                 group = [take for take in takes if take.waiting]
                 if not group:
                     return
@@ -168,7 +171,12 @@ class OptimisticCounter(Strategy):
                     take.future.set_result(range(start, start + take.request))
                 start += take.request
 
-        await self._retry(attempt, retry_if=lambda e: is_transient(e) or is_conflict(e))
+        try:
+            await self._retry(attempt, retry_if=lambda e: is_transient(e) or is_conflict(e))
+        except AioseqError:
+            if pending is not None and maybe_applied:
+                self._unresolved_write(pending, "the retry policy ran out first")
+            raise
 
     async def _write(self, write: CounterWrite) -> None:
         """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""

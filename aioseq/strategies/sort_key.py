@@ -305,6 +305,13 @@ class SortKeyCounter(Strategy):
                     limit = split_refused(group, exc) or MAX_GROUP_SIZE
                     continue
                 except (ConditionFailed, TransactionCanceled) as exc:
+                    if isinstance(exc, TransactionCanceled) and not (
+                        {"ConditionalCheckFailed", "ValidationError"} & set(exc.codes)
+                    ):
+                        # Only transient reasons: nothing written now, nothing learnt of an
+                        # earlier attempt; the same write (same numbers, items, tokens) is
+                        # sent again as it is.
+                        raise
                     if not _stored_already(exc, items):
                         pending = None  # nothing was written
                         if is_conflict(exc):

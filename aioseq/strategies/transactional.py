@@ -17,6 +17,7 @@ from aioseq.config import (
     check_table_name,
 )
 from aioseq.errors import (
+    AioseqError,
     ConfigurationError,
     ItemAlreadyExists,
     StoreError,
@@ -79,10 +80,13 @@ class GaplessCounter(Strategy):
     canceled on the counter's condition, and the counter item it returns (``ALL_OLD``) holds
     the token in its ring of the last 32 writes (see :mod:`aioseq.strategies._recent_writes`):
     the transaction is then known to be applied and its numbers are handed out. The same token
-    serves as ``ClientRequestToken`` and in the ring. If 32 or more transactions followed it
-    before the resend (possible only past the token's 10 minutes, or on such a server), the
-    outcome cannot be told: the put is tried again under a new number and the old numbers are
-    counted as ``unresolved``; the item may then be stored twice.
+    serves as ``ClientRequestToken`` and in the ring. A resend canceled for transient reasons
+    only (a conflict, throttling) is sent again unchanged. If 32 or more transactions followed
+    it before the resend, or the counter item does not come back (possible only past the
+    token's 10 minutes, or on such a server), the outcome cannot be told: the put is tried
+    again under a new number and the old numbers are counted as ``unresolved``; the item may
+    then be stored twice. The same count is made when the retry policy runs out before any
+    resend gets through (the put raises ``RetriesExhausted`` with ``maybe_applied``).
 
     **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
     this object are gathered into one transaction, ``SET #value = :current + k`` plus k
@@ -320,6 +324,11 @@ class GaplessCounter(Strategy):
                 try:
                     await self.store.call("transact_write_items", **request)
                 except TransactionCanceled as exc:
+                    if not _decisive(exc):
+                        # Only transient reasons (a conflict, throttling): this attempt wrote
+                        # nothing and says nothing of an earlier one; the same request is sent
+                        # again as it is, so a lost answer can still be resolved.
+                        raise
                     # A server that ignores ClientRequestToken (moto), or a resend after the
                     # token's 10 minutes, cancels a resend of an applied transaction on the
                     # counter's condition: its token ring tells.
@@ -350,10 +359,15 @@ class GaplessCounter(Strategy):
                         put.future.set_result(number)
                 return
 
-        await self._retry(
-            attempt,
-            retry_if=lambda e: is_transient(e) or is_retryable_cancellation(e, lost_race_at=0),
-        )
+        try:
+            await self._retry(
+                attempt,
+                retry_if=lambda e: is_transient(e) or is_retryable_cancellation(e, lost_race_at=0),
+            )
+        except AioseqError:
+            if sent is not None and maybe_applied:  # the items may be stored: say so
+                self._unresolved_write(sent[1], "the retry policy ran out first")
+            raise
 
     def _fill_group(
         self, puts: list[Put], current: int, limit: int | None = None
@@ -414,3 +428,10 @@ class GaplessCounter(Strategy):
             if put.waiting:
                 put.future.set_exception(error)
         return failed
+
+
+def _decisive(exc: TransactionCanceled) -> bool:
+    """Whether a canceled transaction says what became of it: a condition failed (the
+    counter's, or an item's) or an item was refused. Otherwise every reason is transient
+    (``TransactionConflict``, throttling) and the request is to be sent again unchanged."""
+    return bool({"ConditionalCheckFailed", "ValidationError"} & set(exc.codes))

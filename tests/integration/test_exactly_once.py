@@ -246,3 +246,26 @@ async def test_sort_key_items_carry_their_token(aioseq_store: DynamoStore) -> No
     response = await aioseq_store.call("scan", TableName=aioseq_store.table.name)
     tokens = [item[TOKEN_ATTRIBUTE]["S"] for item in response["Items"]]
     assert len(tokens) == 5 and len(set(tokens)) == 5
+
+
+@pytest.mark.parametrize("strategy", ["transactional", "sort-key"])
+async def test_a_lost_answer_then_a_transient_cancellation_still_stores_once(
+    aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, strategy: str
+) -> None:
+    """The first transaction is applied and its answer lost; the resend is canceled for a
+    transient reason (a conflict) without reaching the server; the next resend must still be
+    the same request, judged by its tokens, not a new write under new numbers."""
+    proxy.set_schedule(
+        schedule("response-lost", "transaction-conflict", operations={"TransactWriteItems"})
+    )
+    if strategy == "transactional":
+        invoices = lossy.gapless_counter("p")
+        numbers = await asyncio.gather(
+            *(invoices.put(lambda n: {"pk": "p", "sk": n, "order": n}) for _ in range(5))
+        )
+    else:
+        issues = lossy.sort_key_counter("p")
+        numbers = await asyncio.gather(*(issues.put({"order": i}) for i in range(1, 6)))
+    assert_exactly(numbers, 1, 5)
+    assert sorted(await stored_payloads(aioseq_store, "p")) == [1, 2, 3, 4, 5]
+    assert proxy.injected == {"response-lost": 1, "transaction-conflict": 1}

@@ -145,7 +145,7 @@ async def test_cancelling_the_flush_task_fails_its_batch_with_store_closed() -> 
         await call
 
 
-async def test_close_refuses_new_callers_and_drains_those_already_queued() -> None:
+async def test_close_lets_the_running_flush_finish_and_fails_the_queued() -> None:
     flush = Recorder()
     flush.release = asyncio.Event()
     coalescer: Coalescer[int, int] = Coalescer(flush)
@@ -159,8 +159,10 @@ async def test_close_refuses_new_callers_and_drains_those_already_queued() -> No
         await coalescer.submit(3)
     flush.release.set()
     await asyncio.wait_for(closing, 1)
-    assert await first == 10 and await queued == 20
-    assert not coalescer.flushing
+    assert await first == 10  # its flush was running: it finished
+    with pytest.raises(StoreClosed):
+        await queued  # no new flush starts after close
+    assert flush.batches == [[1]] and not coalescer.flushing
     await coalescer.close()  # idempotent
 
 

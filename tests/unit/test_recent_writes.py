@@ -79,7 +79,7 @@ def test_a_write_that_was_not_applied_is_told_apart() -> None:
     rival_took_my_place = CounterWrite(writes[1].before, writes[1].new, "never-sent")
     assert rival_took_my_place.applied_in(item_after(*writes), key="c", table=TABLE) is False
     assert writes[3].applied_in(item_after(*writes[:3]), key="c", table=TABLE) is False
-    assert writes[0].applied_in(None, key="c", table=TABLE) is False
+    assert writes[0].applied_in(None, key="c", table=TABLE) is None  # nothing to tell by
 
 
 def test_a_write_overwritten_in_the_ring_cannot_be_told() -> None:
