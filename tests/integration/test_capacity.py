@@ -25,41 +25,16 @@ from aioseq import (
     TransactionCanceled,
 )
 from aioseq.testing import CapacityModel
-from aioseq.testing.capacity import (
-    CapacityLedger,
-)
 from aioseq.testing.fault_proxy import CAPACITY, Exchange, FaultProxy, FaultSchedule, main
 from aioseq.testing.history import History
-
-
-class Clock:
-    """A clock that moves only when told (by binary fractions, so levels are exact)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def key(pk: str, sk: int = 0) -> dict[str, Any]:
     return {"pk": {"S": pk}, "sk": {"N": str(sk)}}
 
 
-def update(pk: str, table: str = "t") -> dict[str, Any]:
-    return {"TableName": table, "Key": key(pk), "UpdateExpression": "ADD #v :n"}
-
-
 def put(pk: str, payload_bytes: int = 0, table: str = "t", sk: int = 0) -> dict[str, Any]:
     return {"TableName": table, "Item": {**key(pk, sk), "p": {"S": "x" * payload_bytes}}}
-
-
-def transact(*actions: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"TransactItems": [{kind: body} for kind, body in actions]}
-
-
-def ledger(clock: Clock, **model: Any) -> CapacityLedger:
-    return CapacityModel(**model).ledger(clock=clock)
 
 
 # --- through the proxy, against the servers ---------------------------------------------------
