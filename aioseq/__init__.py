@@ -8,6 +8,7 @@ Open one :class:`DynamoStore` for the life of the application and make counters 
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 # the store: one pooled client, one table
 from aioseq._store import DynamoStore as DynamoStore
@@ -19,6 +20,7 @@ from aioseq.allocator import BlockAllocator as BlockAllocator
 # configuration
 from aioseq.config import DEFAULT_TABLE_NAME as DEFAULT_TABLE_NAME
 from aioseq.config import MAX_NUMBER as MAX_NUMBER
+from aioseq.config import GroupCommit as GroupCommit
 from aioseq.config import RetryPolicy as RetryPolicy
 from aioseq.config import TableSpec as TableSpec
 
@@ -53,9 +55,9 @@ from aioseq.observe import StatisticsObserver as StatisticsObserver
 
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
-from aioseq.strategies import GaplessCounter as GaplessCounter
 from aioseq.strategies import OptimisticCounter as OptimisticCounter
 from aioseq.strategies import SortKeyCounter as SortKeyCounter
+from aioseq.strategies import TransactionalCounter as TransactionalCounter
 
 # value types
 from aioseq.types import CounterStatistics as CounterStatistics
@@ -82,7 +84,7 @@ __all__ = [
     "CounterValueInvalid",
     "DynamoStore",
     "EndpointUnreachable",
-    "GaplessCounter",
+    "GroupCommit",
     "IdFormat",
     "ItemAlreadyExists",
     "ItemCounter",
@@ -102,6 +104,7 @@ __all__ = [
     "Throttled",
     "TransactionCanceled",
     "TransactionConflict",
+    "TransactionalCounter",
     "ValidationFailed",
     "WrongEventLoop",
     "zero_pad",
@@ -112,3 +115,11 @@ for _name in __all__:
     if isinstance(_obj, type):
         _obj.__module__ = "aioseq"
 del _name, _obj
+
+if TYPE_CHECKING:
+    from aioseq.strategies import GaplessCounter as GaplessCounter  # deprecated since 0.2
+else:
+    from aioseq.strategies import deprecated_name as _deprecated_name
+
+    def __getattr__(name: str) -> Any:
+        return _deprecated_name(__name__, globals(), name)

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import time
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -62,7 +63,7 @@ from aioseq.observe import Observer, RequestEvent, notify
 from aioseq.strategies.counter import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter
 from aioseq.strategies.sort_key import SortKeyCounter
-from aioseq.strategies.transactional import GaplessCounter
+from aioseq.strategies.transactional import TransactionalCounter
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -99,14 +100,21 @@ LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key"
 
 
 def _factory(
-    cls: Callable[Concatenate[DynamoStore, P], T], name: str
+    cls: Callable[Concatenate[DynamoStore, P], T], name: str, *, replaced_by: str | None = None
 ) -> Callable[Concatenate[DynamoStore, P], T]:
     """A factory method of :class:`DynamoStore` that makes ``cls`` on the store, with
     ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
     through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
-    ``__signature__`` copied from ``cls`` (without its ``store``)."""
+    ``__signature__`` copied from ``cls`` (without its ``store``). With ``replaced_by``, the
+    method is a deprecated alias of that one: it warns (:class:`DeprecationWarning`) first."""
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if replaced_by is not None:
+            warnings.warn(
+                f"DynamoStore.{name}() is deprecated; use {replaced_by}()",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return cls(self, *args, **kwargs)
 
     signature = inspect.signature(cls)
@@ -121,6 +129,8 @@ def _factory(
         f" :meth:`aclose`): ``store.{name}(...)`` is ``{cls.__name__}(store, ...)``, with the"
         f" same parameters, errors and guarantees."
     )
+    if replaced_by is not None:
+        make.__doc__ = f"Deprecated since 0.2: use :meth:`{replaced_by}`. {make.__doc__}"
     return make
 
 
@@ -194,7 +204,7 @@ class DynamoStore:
       ``aioboto3.Session().client("dynamodb")``) and never closes it.
 
     Counters are made from it: :meth:`atomic_counter`, :meth:`optimistic_counter`,
-    :meth:`sort_key_counter`, :meth:`gapless_counter`.
+    :meth:`sort_key_counter`, :meth:`transactional_counter`.
 
     Parameters:
         client: an open aiobotocore DynamoDB client.
@@ -426,8 +436,14 @@ class DynamoStore:
     atomic_counter = _factory(AtomicCounter, "atomic_counter")
     optimistic_counter = _factory(OptimisticCounter, "optimistic_counter")
     sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
-    gapless_counter = _factory(GaplessCounter, "gapless_counter")
+    transactional_counter = _factory(TransactionalCounter, "transactional_counter")
     block_allocator = _factory(BlockAllocator, "block_allocator")
+
+    #: Deprecated since 0.2: the name of :meth:`transactional_counter` before the strategy had
+    #: one name everywhere (the sort-key strategy is gapless too). Warns, then makes the same.
+    gapless_counter = _factory(
+        TransactionalCounter, "gapless_counter", replaced_by="transactional_counter"
+    )
 
     # --- requests ---------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Frozen configuration values: the table's layout and the retry policy.
+"""Frozen configuration values: the table's layout, the retry policy and group commit.
 
 DynamoDB's limits and the checks of names are defined in :mod:`aioseq._values` and
 re-exported here, where the documentation has always named them."""
@@ -43,6 +43,7 @@ __all__ = [
     "TOKENS_ATTRIBUTE",
     "TOKEN_ATTRIBUTE",
     "WRITES_ATTRIBUTE",
+    "GroupCommit",
     "RetryPolicy",
     "TableSpec",
     "check_attribute_name",
@@ -158,3 +159,45 @@ class RetryPolicy:
             check_seconds(getattr(self, name), name)
         if self.max_backoff_secs < self.initial_backoff_secs:
             raise ConfigurationError("max_backoff_secs must be >= initial_backoff_secs")
+
+
+@dataclass(frozen=True)
+class GroupCommit:
+    """How a strategy that groups (optimistic, sort-key, transactional) commits concurrent
+    calls together: the calls waiting while one request is in flight share the next request,
+    so one round trip serves all of them and a lone caller is not delayed.
+
+    This is group commit as databases do it for their logs (DeWitt et al., "Implementation
+    Techniques for Main Memory Database Systems", SIGMOD 1984; PostgreSQL's ``commit_delay``).
+    Pass ``group=GroupCommit(...)`` to a strategy; ``group=True`` (the default) is
+    ``GroupCommit()`` and ``group=False`` commits each call alone.
+
+    Attributes:
+        max_size: the most calls one request serves (>= 1), or ``None`` for as many as the
+            strategy's request takes: 100 puts per transaction for the sort-key strategy,
+            99 for the transactional one (one action is the counter's), no limit for the
+            optimistic counter's single write. A strategy refuses a larger value.
+        window_secs: how long, in seconds, a group waits for company before it commits
+            (0 to 10; 0, the default: never; the first call goes at once and the next group
+            forms while it is in flight).
+
+    Raises:
+        ConfigurationError: a value outside those ranges, or of the wrong type.
+    """
+
+    max_size: int | None = None
+    window_secs: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_size is not None and (
+            not isinstance(self.max_size, int)
+            or isinstance(self.max_size, bool)
+            or not 1 <= self.max_size <= 10**12
+        ):
+            raise ConfigurationError(f"max_size must be an int >= 1 or None: {self.max_size!r}")
+        if (
+            isinstance(self.window_secs, bool)
+            or not isinstance(self.window_secs, (int, float))
+            or not 0 <= self.window_secs <= 10
+        ):
+            raise ConfigurationError(f"window_secs must be in [0, 10]: {self.window_secs!r}")

@@ -68,7 +68,7 @@ class IdFormat:
     Identifiers of one format sort as their numbers do when ``width`` is set. Use it in the
     item a counter stores, e.g. ``orders.put(lambda n: {"pk": "orders", "sk": n, "order_id":
     order_id.format(n)})``: if ``n`` no longer fits, ``put`` raises ``NumberOutOfRange`` and
-    nothing is written (the gapless counter stays gapless). For string sort keys use
+    nothing is written (the transactional counter stays gapless). For string sort keys use
     :class:`~aioseq.SortKeyCounter`'s ``zero_pad=``, which pads the same way.
 
     Attributes:

@@ -47,7 +47,7 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     # the highest sort key; the conditional put; a group's transaction of puts
     "sort_key_counter": frozenset({"Query", "PutItem", "TransactWriteItems"}),
     # first read; the counter update and the put(s) in one transaction
-    "gapless_counter": frozenset({"GetItem", "TransactWriteItems"}),
+    "transactional_counter": frozenset({"GetItem", "TransactWriteItems"}),
     # DynamoStore.create_table() / aioseq create-table: create, then wait until active
     "create_table": frozenset({"CreateTable", "DescribeTable"}),
     # DynamoStore.check_table()
@@ -62,7 +62,7 @@ RUNTIME_FEATURES: tuple[str, ...] = (
     "block_allocator",
     "optimistic_counter",
     "sort_key_counter",
-    "gapless_counter",
+    "transactional_counter",
 )
 #: The features that manage the table (deployment, tests).
 ADMIN_FEATURES: tuple[str, ...] = ("create_table", "check_table", "delete_table")
@@ -127,7 +127,7 @@ def policy(
     """The identity-based IAM policy document (a JSON-ready dict) that lets aioseq do
     ``features`` (default: every strategy and the allocator) and ``admin_features`` (e.g.
     ``("create_table",)``, in a statement of its own) on the tables ``table_arns``: the
-    counter table, plus a :class:`~aioseq.GaplessCounter`'s ``item_table`` if it has one.
+    counter table, plus a :class:`~aioseq.TransactionalCounter`'s ``item_table`` if it has one.
 
     Raises:
         ConfigurationError: an unknown feature, or no ARN.

@@ -24,8 +24,8 @@ class SequenceSource(Protocol):
 
 @runtime_checkable
 class ItemCounter(Protocol):
-    """What item-first strategies offer (``SortKeyCounter``, ``GaplessCounter``): store an item
-    under the next number and return that number."""
+    """What item-first strategies offer (``SortKeyCounter``, ``TransactionalCounter``): store an
+    item under the next number and return that number."""
 
     async def put(self, item: Any = ...) -> int:
         """Store ``item`` with the next number; return the number."""

@@ -145,7 +145,7 @@ def make_taker(
             return await sort_key.put({PAYLOAD_ATTRIBUTE: payload})
 
     elif strategy == "transactional":
-        gapless = store.gapless_counter(key, **grouping)
+        gapless = store.transactional_counter(key, **grouping)
         counter = gapless
         sort_key_name = table.sort_key or "sk"
 

@@ -8,7 +8,7 @@ measured side by side in one run.
 Sections, each with its target (a figure the issue asks for; a missed target is reported
 with the measurements that explain it, it does not fail the run):
 
-1. ``peer``: gapless puts/s at 128 tasks, ``store.gapless_counter(key)`` and nothing else,
+1. ``peer``: gapless puts/s at 128 tasks, ``store.transactional_counter(key)`` and nothing else,
    against the published peer ``dynamodb-autoincrement`` 0.2.0 (target >= 20x); gapless runs
    before and after the peer.
 2. ``hot-key``: one hot key through the capacity model, a
@@ -18,14 +18,14 @@ with the measurements that explain it, it does not fail the run):
    none); the allocator with its defaults (target >= 20x the atomic counter) and the gapless
    counter with its defaults (target >= 3x). Every item has its own budget, the gapless
    items included (they live in the counter's collection, but are items of their own).
-3. ``processes``: one gapless counter with its defaults in 4 processes against 1 process, the
+3. ``processes``: one transactional counter with its defaults in 4 processes against 1 process, the
    same tasks in all (target >= 0.8x); each process times its share between a start barrier
    and its end, so interpreter start-up is not counted.
 4. ``overhead``: the atomic counter's ``next()`` against a raw aiobotocore ``update_item``
    sending the same request on a client with the same settings, at 1, 16 and 128 tasks
    (target >= 0.9x), in alternating rounds; then what aioseq adds per call with the HTTP
    layer stubbed (no network, no noise), profiled, and one real row profiled.
-5. ``sweep``: ``max_group_size`` x ``batch_window_secs`` for the gapless counter at 1, 16 and
+5. ``sweep``: ``max_group_size`` x ``batch_window_secs`` for the transactional counter at 1, 16 and
    128 tasks and the sort-key counter at 128 tasks, straight to the server and through the
    capacity model's round trip (2-6 ms, AWS's 1,000 WCU/s per item), and for the gapless
    counter at 128 tasks on the hot key, in 3 interleaved rounds: puts/s and p99, each
@@ -70,7 +70,7 @@ from urllib.parse import urlparse
 from tabulate import tabulate
 from tqdm import tqdm
 
-from aioseq import DynamoStore, RetryPolicy
+from aioseq import DynamoStore, GroupCommit, RetryPolicy
 from aioseq.strategies import sort_key, transactional
 from aioseq.testing.capacity import CapacityModel
 from benchmarks._report import header, machine
@@ -119,21 +119,21 @@ def defaults(strategy: str, label: str, **options: Any) -> FactoryVariant:
     )
 
 
-GAPLESS = defaults("transactional", "gapless_counter(key)")
+GAPLESS = defaults("transactional", "transactional_counter(key)")
 ATOMIC = defaults("atomic", "atomic_counter(key)")
 ALLOCATOR = defaults("allocator", "block_allocator(key)")
 #: Diagnostic only: the gapless defaults on a store whose retries back off at most 10 ms, to
 #: tell whether the losers' growing backoff is what slows several processes down.
 GAPLESS_SHORT_BACKOFF = replace(
     GAPLESS,
-    label="gapless_counter(key), backoff <= 10 ms (diagnostic)",
+    label="transactional_counter(key), backoff <= 10 ms (diagnostic)",
     store_options=(("retry_policy", RetryPolicy(max_backoff_secs=0.01)),),
 )
 PEER = PeerVariant("dynamodb-autoincrement 0.2.0", "peer", gapless=True, writes_items=True)
 RAW = RawUpdateItemVariant("raw aiobotocore update_item", "raw")
 
 #: The largest group of each strategy with group commit (a transaction's 100 actions, less
-#: the counter's for the gapless counter): the sweep's largest size stands for it.
+#: the counter's for the transactional counter): the sweep's largest size stands for it.
 CURRENT_DEFAULTS = {
     "transactional": (transactional.MAX_GROUP_SIZE, 0.0),
     "sort-key": (sort_key.MAX_GROUP_SIZE, 0.0),
@@ -141,16 +141,19 @@ CURRENT_DEFAULTS = {
 
 
 def library_defaults() -> dict[str, dict[str, Any]]:
-    """The group options the strategies take when given none, read from their signatures."""
+    """The group options the strategies take when given none, read from their signatures
+    (``group=True`` is ``GroupCommit()``, whose ``max_size=None`` is the strategy's largest)."""
     found = {}
-    for name, cls in (
-        ("transactional", transactional.GaplessCounter),
-        ("sort-key", sort_key.SortKeyCounter),
+    for name, cls, largest in (
+        ("transactional", transactional.TransactionalCounter, transactional.MAX_GROUP_SIZE),
+        ("sort-key", sort_key.SortKeyCounter, sort_key.MAX_GROUP_SIZE),
     ):
-        parameters = inspect.signature(cls.__init__).parameters
+        group = inspect.signature(cls.__init__).parameters["group"].default
+        grouping = GroupCommit() if group is True else group
         found[name] = {
-            option: parameters[option].default
-            for option in ("group", "max_group_size", "batch_window_secs")
+            "group": bool(group),
+            "max_group_size": grouping.max_size or largest if grouping else None,
+            "batch_window_secs": grouping.window_secs if grouping else None,
         }
     return found
 
@@ -496,7 +499,7 @@ async def section_hot_key(
     allocator: Variant = ALLOCATOR,
     gapless: Variant = GAPLESS,
 ) -> list[Result]:
-    """The atomic counter, the allocator and the gapless counter, all with their defaults, on
+    """The atomic counter, the allocator and the transactional counter, all with their defaults, on
     one hot key through the capacity model; errors are counted, not fatal. Right after the
     atomic counter, a reference row: the same counter through the same round trip with AWS's
     1,000 WCU/s per item, a budget it cannot reach, to show what the client could take
@@ -525,7 +528,7 @@ async def section_hot_key(
 async def section_processes(
     bench: Bench, gapless: Variant = GAPLESS, diagnostic: Variant | None = GAPLESS_SHORT_BACKOFF
 ) -> list[Result]:
-    """One gapless counter with its defaults: ``tasks`` tasks in 1 process, then spread over
+    """One transactional counter with its defaults: ``tasks`` tasks in 1 process, then spread over
     ``processes`` processes, ``processes_rounds`` times; each round also runs ``diagnostic``
     in ``processes`` processes (marked so, and left out of the target's figure)."""
     o = bench.options
@@ -604,8 +607,7 @@ async def section_sweep(bench: Bench) -> list[Result]:
         variant = defaults(
             strategy,
             f"{strategy} size={size} window={window * 1000:g}ms",
-            max_group_size=size,
-            batch_window_secs=window,
+            group=GroupCommit(max_size=size, window_secs=window),
         )
         results.append(
             await bench.measure(
@@ -1012,7 +1014,8 @@ def targets(
 
         found.append(
             Target(
-                f"one gapless counter with defaults: {n} processes vs 1, {options.tasks} tasks",
+                f"one transactional counter with defaults: {n} processes vs 1,"
+                f" {options.tasks} tasks",
                 round(ratio, 2),
                 0.8,
                 "×",
@@ -1483,9 +1486,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             f"## 1. Gapless puts at {options.tasks} tasks: defaults vs dynamodb-autoincrement",
             "",
-            "`store.gapless_counter(key)` with nothing else, `put(lambda n: {pk: key, sk: n})`,"
-            " against the peer's `put` (GetItem + TransactWriteItems, retried at once without"
-            " bound); gapless runs before and after the peer, and the two are pooled.",
+            "`store.transactional_counter(key)` with nothing else,"
+            " `put(lambda n: {pk: key, sk: n})`, against the peer's `put`"
+            " (GetItem + TransactWriteItems, retried at once without bound); gapless runs"
+            " before and after the peer, and the two are pooled.",
             "",
             rows_table(rows),
             "",
@@ -1508,7 +1512,7 @@ def markdown(report: dict[str, Any]) -> str:
         ]
     if rows := by.get("processes"):
         lines += [
-            f"## 3. One gapless counter: {options.processes} processes vs 1",
+            f"## 3. One transactional counter: {options.processes} processes vs 1",
             "",
             "In one process, group commit puts every caller waiting on the counter object in"
             " one transaction. In several, each process groups only its own callers, and their"

@@ -3,7 +3,7 @@ the same way, with the DynamoDB requests it sends counted at its own client.
 
 - aioseq's strategies, through :func:`aioseq.workload.make_taker` (the allocator with fixed
   blocks, one variant per block size; the strategies with group commit without and with it);
-- aioseq's strategies made as an application makes them, ``store.gapless_counter(key)`` with
+- aioseq's strategies made as an application makes them, ``store.transactional_counter(key)`` with
   the library's defaults or with chosen options (:class:`FactoryVariant`);
 - a raw aiobotocore ``UpdateItem``: the atomic counter's own request, sent without aioseq
   (:class:`RawUpdateItemVariant`);
@@ -263,7 +263,7 @@ class FactoryVariant(AioseqVariant):
                 counter = store.sort_key_counter(place.key, **options)
                 take = counter.put
             elif self.strategy == "transactional":
-                counter = store.gapless_counter(place.key, **options)
+                counter = store.transactional_counter(place.key, **options)
                 sort_key = table.sort_key or "sk"
                 key = place.key
 

@@ -3,7 +3,7 @@
 - One :class:`~aioseq.DynamoStore` for the application's life, opened at start-up and closed
   at shutdown (FastAPI's lifespan, aiohttp's ``cleanup_ctx``): one pooled client, never one
   per request.
-- Orders are numbered by a **gapless counter** with group commit: the counter and the order
+- Orders are numbered by a **transactional counter** with group commit: the counter and the order
   item are written by one ``TransactWriteItems``, so an order number exists exactly when its
   order does (no number is lost to a crash or a failed request: what accountants and
   customers expect of order numbers), and concurrent requests share transactions (up to 99
@@ -98,14 +98,14 @@ class OrderBook:
     """Creates orders: each stored with the next order number, gaplessly."""
 
     def __init__(self, store: DynamoStore) -> None:
-        self.orders = store.gapless_counter("orders", group=True, max_value=ORDER_ID.max_number)
+        self.orders = store.transactional_counter("orders", max_value=ORDER_ID.max_number)
 
     async def create(self, new: NewOrder) -> Order:
         """Store the order under the next number (one transaction, shared with the orders
         that arrive at the same time) and return it.
 
         Raises:
-            the errors of :meth:`aioseq.GaplessCounter.put`; see :func:`http_error`.
+            the errors of :meth:`aioseq.TransactionalCounter.put`; see :func:`http_error`.
         """
 
         def item(n: int) -> dict[str, Any]:

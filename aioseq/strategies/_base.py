@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
 from aioseq._values import check_count, check_key, number, parse_counter
-from aioseq.config import MAX_NUMBER, RECENT_WRITES
+from aioseq.config import MAX_NUMBER, RECENT_WRITES, GroupCommit
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -71,6 +73,43 @@ def split_refused(group: Sequence[Waiter[Any, Any]], exc: ValidationFailed) -> i
             group[0].future.set_exception(exc)
         return None
     return len(group) // 2
+
+
+def group_commit(
+    group: GroupCommit | bool,
+    max_group_size: int | None = None,
+    batch_window_secs: float | None = None,
+) -> GroupCommit | None:
+    """The :class:`~aioseq.config.GroupCommit` a strategy's ``group=`` argument asks for
+    (``None``: each call commits alone), with the deprecated ``max_group_size`` and
+    ``batch_window_secs`` keywords folded in (each warns :class:`DeprecationWarning`).
+
+    Raises:
+        ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``; a bad size or
+            window.
+    """
+    if isinstance(group, bool):
+        grouping = GroupCommit()
+    elif isinstance(group, GroupCommit):
+        grouping = group
+    else:
+        raise ConfigurationError(f"group must be a bool or a GroupCommit: {group!r}")
+    if max_group_size is not None:
+        _deprecated_keyword("max_group_size", "max_size")
+        grouping = dataclasses.replace(grouping, max_size=max_group_size)
+    if batch_window_secs is not None:
+        _deprecated_keyword("batch_window_secs", "window_secs")
+        grouping = dataclasses.replace(grouping, window_secs=batch_window_secs)
+    return grouping if group is not False else None
+
+
+def _deprecated_keyword(old: str, new: str) -> None:
+    # stack: the caller, the strategy's __init__, _grouper, group_commit, here
+    warnings.warn(
+        f"{old}= is deprecated since 0.2; pass group=GroupCommit({new}=...)",
+        DeprecationWarning,
+        stacklevel=5,
+    )
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -170,31 +209,33 @@ class Strategy:
     def _grouper(
         self,
         flush: Callable[[list[Waiter[Any, Any]]], Awaitable[None]],
-        group: bool,
-        max_group_size: int | None,
-        largest_group: int | None,
-        batch_window_secs: float,
+        group: GroupCommit | bool,
+        *,
+        largest: int | None,
+        max_group_size: int | None = None,
+        batch_window_secs: float | None = None,
     ) -> Coalescer[Any, Any] | None:
         """The coalescer of a strategy's group mode (``None`` when ungrouped): one flush in
-        flight, batches of at most ``max_group_size`` callers.
+        flight, batches of at most ``largest`` (the strategy's limit) or the group's
+        ``max_size`` callers. ``max_group_size`` and ``batch_window_secs`` are the deprecated
+        spellings of :class:`~aioseq.config.GroupCommit`'s fields; each warns.
 
         Raises:
-            ConfigurationError: bad group options.
+            ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``, or asks for
+                groups larger than ``largest``.
         """
-        if max_group_size is not None:
-            check_count(max_group_size, "max_group_size", maximum=largest_group or 10**12)
-        if (
-            isinstance(batch_window_secs, bool)
-            or not isinstance(batch_window_secs, (int, float))
-            or not 0 <= batch_window_secs <= 10
-        ):
-            raise ConfigurationError(f"batch_window_secs must be in [0, 10]: {batch_window_secs!r}")
-        if not group:
+        grouping = group_commit(group, max_group_size, batch_window_secs)
+        if grouping is None:
             return None
+        if largest is not None and grouping.max_size is not None and grouping.max_size > largest:
+            raise ConfigurationError(
+                f"{type(self).__name__} commits at most {largest} calls per request:"
+                f" GroupCommit(max_size={grouping.max_size})"
+            )
         return Coalescer(
             flush,
-            max_batch=max_group_size,
-            window_secs=float(batch_window_secs),
+            max_batch=grouping.max_size or largest,
+            window_secs=float(grouping.window_secs),
             name=f"{type(self).__name__}({self.key!r}, group=True)",
         )
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._values import check_count
-from aioseq.config import MAX_NUMBER
+from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
 from aioseq.strategies._recent_writes import CounterWrite
@@ -75,11 +75,12 @@ class OptimisticCounter(Strategy):
         write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
         max_value: the highest number handed out (see
             :class:`~aioseq.strategies._base.Strategy`).
-        group: coalesce concurrent calls (on by default): the k numbers the waiting callers
-            want come from one read-free conditional write of ``current + k``, handed out in
-            arrival order. The guarantees stay the same; one round trip serves every caller
-            waiting, and a lone caller is not delayed. ``False``: one write per call.
-        batch_window_secs: how long a group waits for company first (0: never).
+        group: group commit of concurrent calls, a :class:`~aioseq.config.GroupCommit`
+            (``True``, the default, is ``GroupCommit()``; ``False``: one write per call): the
+            k numbers the waiting callers want come from one read-free conditional write of
+            ``current + k``, handed out in arrival order. The guarantees stay the same; one
+            round trip serves every caller waiting, and a lone caller is not delayed.
+        batch_window_secs: deprecated since 0.2: ``GroupCommit(window_secs=...)``.
 
     Raises:
         ConfigurationError: bad ``key`` or ``write``.
@@ -93,11 +94,13 @@ class OptimisticCounter(Strategy):
         write: WriteForm = "update",
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = True,
-        batch_window_secs: float = 0.0,
+        group: GroupCommit | bool = True,
+        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group = self._grouper(self._commit, group, None, None, batch_window_secs)
+        self._group = self._grouper(
+            self._commit, group, largest=None, batch_window_secs=batch_window_secs
+        )
         if write not in ("update", "put"):
             raise ConfigurationError(f"write must be 'update' or 'put': {write!r}")
         self.write: WriteForm = write

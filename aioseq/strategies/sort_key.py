@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aioseq._coalesce import Waiter
 from aioseq._retry import is_transient
 from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
-from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE
+from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -93,13 +93,14 @@ class SortKeyCounter(Strategy):
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
         max_value: the highest number used (see :class:`~aioseq.strategies._base.Strategy`).
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
-        group: coalesce concurrent puts (on by default; ``False``: one put per call): the
-            waiting items (up to ``max_group_size`` <= 100 and ~4 MB) are numbered after one
+        group: group commit of concurrent puts, a :class:`~aioseq.config.GroupCommit`
+            (``True``, the default, is ``GroupCommit()``; ``False``: one put per call): the
+            waiting items (up to ``max_size`` <= 100 and ~4 MB) are numbered after one
             query and written by one ``TransactWriteItems`` of conditional puts, all or
             nothing, so the collection stays gapless (a group that loses a race always queries
             again). A lone caller is not delayed.
-        max_group_size: the most items per group (1..100).
-        batch_window_secs: how long a group waits for company first (0: never).
+        max_group_size, batch_window_secs: deprecated since 0.2: ``GroupCommit(max_size=...,
+            window_secs=...)``.
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's
@@ -116,13 +117,17 @@ class SortKeyCounter(Strategy):
         zero_pad: int | None = None,
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = True,
-        max_group_size: int = MAX_GROUP_SIZE,
-        batch_window_secs: float = 0.0,
+        group: GroupCommit | bool = True,
+        max_group_size: int | None = None,
+        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
         self._group = self._grouper(
-            self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
+            self._commit,
+            group,
+            largest=MAX_GROUP_SIZE,
+            max_group_size=max_group_size,
+            batch_window_secs=batch_window_secs,
         )
         table = store.table
         if table.sort_key is None:

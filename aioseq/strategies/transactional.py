@@ -13,6 +13,7 @@ from aioseq.config import (
     MAX_NUMBER,
     MAX_PARTITION_KEY_BYTES,
     MAX_SORT_KEY_BYTES,
+    GroupCommit,
     check_attribute_name,
     check_table_name,
 )
@@ -35,7 +36,7 @@ from aioseq.strategies._recent_writes import CounterWrite
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
-__all__ = ["GaplessCounter", "ItemSpec"]
+__all__ = ["ItemSpec", "TransactionalCounter"]
 
 #: An item to number: a mapping of plain Python values (the number is added under
 #: ``number_attribute``), or a function that makes the item from its number.
@@ -47,7 +48,7 @@ MAX_GROUP_SIZE = 99
 Put = Waiter[ItemSpec, int]
 
 
-class GaplessCounter(Strategy):
+class TransactionalCounter(Strategy):
     """Gapless numbers: the counter update and the numbered item commit together or not at all.
 
     Bite-Sized Serverless, "Reliable Auto-Incrementing Integers in DynamoDB": read the counter
@@ -123,9 +124,11 @@ class GaplessCounter(Strategy):
         max_value: the highest number handed out (see
             :class:`~aioseq.strategies._base.Strategy`).
         max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
-        group: commit concurrent puts together (see above).
-        max_group_size: the most items per group transaction (1..99).
-        batch_window_secs: how long a group waits for company before it commits (0: never).
+        group: group commit of concurrent puts (see above), a
+            :class:`~aioseq.config.GroupCommit` (``True``, the default, is ``GroupCommit()``:
+            up to 99 items per transaction; ``False``: one transaction per put).
+        max_group_size, batch_window_secs: deprecated since 0.2: ``GroupCommit(max_size=...,
+            window_secs=...)``.
 
     Raises:
         ConfigurationError: bad key, names or group options.
@@ -141,13 +144,17 @@ class GaplessCounter(Strategy):
         number_attribute: str = "number",
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
-        group: bool = True,
-        max_group_size: int = MAX_GROUP_SIZE,
-        batch_window_secs: float = 0.0,
+        group: GroupCommit | bool = True,
+        max_group_size: int | None = None,
+        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         self._group = self._grouper(
-            self._commit, group, max_group_size, MAX_GROUP_SIZE, batch_window_secs
+            self._commit,
+            group,
+            largest=MAX_GROUP_SIZE,
+            max_group_size=max_group_size,
+            batch_window_secs=batch_window_secs,
         )
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
         self.item_partition_key = check_attribute_name(

@@ -57,7 +57,7 @@ async def within(seconds: float, awaitable: Awaitable[T]) -> T:
 async def test_an_item_function_that_returns_no_mapping_is_refused(
     aioseq_store: DynamoStore, made: object, group: bool
 ) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=group)
+    invoices = aioseq_store.transactional_counter("c", group=group)
     before = aioseq_store.requests
     with pytest.raises(ConfigurationError, match="must return a mapping"):
         await invoices.put(lambda n: made)  # type: ignore[arg-type,return-value]
@@ -70,7 +70,7 @@ async def test_an_item_function_that_returns_no_mapping_is_refused(
 async def test_an_empty_set_is_refused_before_any_request(
     aioseq_store: DynamoStore, value: object
 ) -> None:
-    invoices = aioseq_store.gapless_counter("c")
+    invoices = aioseq_store.transactional_counter("c")
     issues = aioseq_store.sort_key_counter("p")
     with pytest.raises(ConfigurationError, match="empty set"):
         await invoices.put({"pk": "i", "sk": 1, "tags": value})
@@ -91,12 +91,12 @@ async def test_an_item_without_the_tables_keys_is_refused(
     aioseq_store: DynamoStore, item: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        await aioseq_store.gapless_counter("c").put(lambda n: item)
+        await aioseq_store.transactional_counter("c").put(lambda n: item)
     assert await counter_item(aioseq_store, "c") is None
 
 
 async def test_a_grouped_item_that_fails_to_be_made_fails_alone(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("c")
+    invoices = aioseq_store.transactional_counter("c")
 
     def item(n: int) -> dict[str, Any]:
         if n == 5:
@@ -121,7 +121,7 @@ async def test_a_grouped_item_only_the_server_refuses_fails_alone(
     other = DynamoStore(aioseq_store.client, f"{aioseq_store.table.name}-items")
     await other.create_table()
     try:
-        invoices = aioseq_store.gapless_counter("c", item_table=other.table.name)
+        invoices = aioseq_store.transactional_counter("c", item_table=other.table.name)
         bad_index = 7
 
         async def put(i: int) -> int:
@@ -183,7 +183,7 @@ async def test_closing_a_store_closes_its_allocators_and_gives_their_numbers_bac
 async def test_everything_made_by_a_closed_store_raises_store_closed(
     aioseq_store: DynamoStore,
 ) -> None:
-    invoices = aioseq_store.gapless_counter("g")
+    invoices = aioseq_store.transactional_counter("g")
     made = [
         invoices,
         aioseq_store.sort_key_counter("s"),
@@ -235,7 +235,7 @@ def test_a_second_event_loop_in_the_same_thread_is_refused(aioseq_endpoint: str)
     try:
         store = first.run_until_complete(_open(aioseq_endpoint))
         allocator = store.block_allocator("k")
-        invoices = store.gapless_counter("g")
+        invoices = store.transactional_counter("g")
         optimistic = store.optimistic_counter("o", group=False)
         assert first.run_until_complete(allocator.next()) == 1
         assert first.run_until_complete(invoices.put(lambda n: {"pk": "g", "sk": n})) == 1
@@ -256,7 +256,7 @@ def test_a_second_event_loop_in_the_same_thread_is_refused(aioseq_endpoint: str)
 
 
 async def test_another_thread_is_refused_for_a_grouped_counter(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("g")
+    invoices = aioseq_store.transactional_counter("g")
     await invoices.put(lambda n: {"pk": "g", "sk": n})
     errors: list[BaseException] = []
 

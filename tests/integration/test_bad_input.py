@@ -20,12 +20,12 @@ from aioseq import (
     ConfigurationError,
     CounterValueInvalid,
     DynamoStore,
-    GaplessCounter,
     NumberOutOfRange,
     SortKeyCounter,
     StoreClosed,
     TableNotFound,
     TableSpec,
+    TransactionalCounter,
     ValidationFailed,
 )
 from aioseq.config import MAX_ITEM_BYTES, MAX_SAFE_INTEGER
@@ -64,14 +64,14 @@ def make(store: DynamoStore, strategy: str, key: str = "k", **options: Any) -> A
     if name == "sort-key":
         return store.sort_key_counter(key, **options)
     assert name == "transactional"
-    return store.gapless_counter(key, **options)
+    return store.transactional_counter(key, **options)
 
 
 def take(counter: Any) -> Awaitable[int]:
     """One number from any counter object (an item-writing one stores a small item)."""
     if isinstance(counter, SortKeyCounter):
         return counter.put()
-    if isinstance(counter, GaplessCounter):
+    if isinstance(counter, TransactionalCounter):
         table = counter.store.table
         return counter.put(lambda n: {table.partition_key: "items", table.sort_key or "sk": n})
     next_number: Callable[[], Awaitable[int]] = counter.next
@@ -134,7 +134,7 @@ async def test_bad_item_keys_are_refused_before_any_request(
     idle_store: DynamoStore, item: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        await idle_store.gapless_counter("c").put(item)
+        await idle_store.transactional_counter("c").put(item)
 
 
 # --- names that look like expressions ---------------------------------------------------------
@@ -167,7 +167,7 @@ async def test_names_and_keys_never_change_an_expression(
     store, table = tricky_store, tricky_store.table
     sent = record_requests(store)
     if strategy.startswith("transactional"):
-        counter = store.gapless_counter(TRICKY, group="+group" in strategy)
+        counter = store.transactional_counter(TRICKY, group="+group" in strategy)
         sort_key = str(table.sort_key)
 
         def items(n: int) -> dict[str, Any]:
@@ -217,7 +217,6 @@ async def test_bad_counts_are_refused_before_any_request(
 WHOLE_NUMBER_OPTIONS = [
     *((s, "max_value") for s in STRATEGIES),
     *((s, "max_in_flight") for s in ("optimistic", "sort-key", "transactional")),
-    *((s, "max_group_size") for s in ("sort-key+group", "transactional+group")),
     ("sort-key", "zero_pad"),
     ("allocator", "block_size"),
     ("allocator", "min_block_size"),
@@ -231,7 +230,7 @@ async def test_bad_sizes_strides_and_limits_are_refused(
     idle_store: DynamoStore, strategy: str, option: str
 ) -> None:
     for value in BAD_WHOLE_NUMBERS:
-        if value is None and option in ("max_in_flight", "max_group_size", "zero_pad"):
+        if value is None and option in ("max_in_flight", "zero_pad"):
             continue  # None is the default there: no limit, no padding
         options: dict[str, Any] = {option: value}
         with pytest.raises(ConfigurationError, match=option):
@@ -354,7 +353,7 @@ async def test_an_item_over_400_kb_is_refused_before_any_request(
     def put(body: str) -> Awaitable[int]:
         if isinstance(counter, SortKeyCounter):
             return counter.put({"body": body})
-        gapless: GaplessCounter = counter
+        gapless: TransactionalCounter = counter
         return gapless.put(lambda n: {"pk": "i", "sk": n, "body": body})
 
     before = aioseq_store.requests

@@ -159,7 +159,7 @@ async def test_gapless_lost_answer_stores_the_item_once(
     backend: str, aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy, group: bool
 ) -> None:
     proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
-    invoices = lossy.gapless_counter("c", group=group)
+    invoices = lossy.transactional_counter("c", group=group)
     assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == 1
     assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == 2
     assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2]
@@ -171,7 +171,7 @@ async def test_gapless_lost_answer_stores_the_item_once(
 async def test_gapless_lost_answer_among_rival_writes(
     aioseq_store: DynamoStore, proxy: FaultProxy
 ) -> None:
-    rival = aioseq_store.gapless_counter("c")
+    rival = aioseq_store.transactional_counter("c")
     rival_numbers: list[int] = []
 
     async def rival_writes_while_we_wait(secs: float) -> None:
@@ -181,7 +181,7 @@ async def test_gapless_lost_answer_among_rival_writes(
     proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
     policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
     async with await through(proxy, aioseq_store.table, policy) as store:
-        assert await store.gapless_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
+        assert await store.transactional_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
     assert rival_numbers == [2, 3, 4]
     assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2, 3, 4]
 
@@ -190,7 +190,7 @@ async def test_gapless_lost_answer_inside_a_group(
     aioseq_store: DynamoStore, lossy: DynamoStore, proxy: FaultProxy
 ) -> None:
     proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
-    invoices = lossy.gapless_counter("c")
+    invoices = lossy.transactional_counter("c")
     numbers = await asyncio.gather(
         *(invoices.put(lambda n: {"pk": "c", "sk": n}) for _ in range(30))
     )
@@ -259,7 +259,7 @@ async def test_a_lost_answer_then_a_transient_cancellation_still_stores_once(
         schedule("response-lost", "transaction-conflict", operations={"TransactWriteItems"})
     )
     if strategy == "transactional":
-        invoices = lossy.gapless_counter("p")
+        invoices = lossy.transactional_counter("p")
         numbers = await asyncio.gather(
             *(invoices.put(lambda n: {"pk": "p", "sk": n, "order": n}) for _ in range(5))
         )

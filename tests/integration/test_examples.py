@@ -69,7 +69,7 @@ async def stored_orders(endpoint: str, table: str) -> dict[int, str]:
 
 def check_orders(bodies: list[dict[str, object]], stored: dict[int, str], count: int) -> None:
     numbers = [int(str(body["number"])) for body in bodies]
-    assert_exactly(numbers, 1, count)  # distinct, and gapless as the gapless counter promises
+    assert_exactly(numbers, 1, count)  # distinct, and gapless as the transactional counter promises
     for body in bodies:
         assert body["order_id"] == ORDER_ID.format(int(str(body["number"])))
         assert ORDER_ID_PATTERN.fullmatch(str(body["order_id"]))

@@ -113,7 +113,7 @@ async def test_a_conflicting_transaction_is_canceled_with_reason_transaction_con
         endpoint_url=proxy.endpoint_url,
         retry_policy=RetryPolicy(max_attempts=3, max_backoff_secs=0.01),
     ) as store:
-        counter = store.gapless_counter("c")
+        counter = store.transactional_counter("c")
         with pytest.raises(RetriesExhausted) as raised:
             await counter.put(lambda n: {"pk": "c", "sk": n})
     error = raised.value.last_error

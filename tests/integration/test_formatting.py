@@ -96,8 +96,10 @@ async def test_check_counter_rejects_a_counter_that_can_outgrow_the_width(
 ) -> None:
     order_id = IdFormat(prefix="ORD-", width=6)
     with pytest.raises(ConfigurationError, match="max_value=999999"):
-        order_id.check_counter(aioseq_store.gapless_counter("orders"))
-    order_id.check_counter(aioseq_store.gapless_counter("orders", max_value=order_id.max_number))
+        order_id.check_counter(aioseq_store.transactional_counter("orders"))
+    order_id.check_counter(
+        aioseq_store.transactional_counter("orders", max_value=order_id.max_number)
+    )
     order_id.check_counter(999_999)
     with pytest.raises(ConfigurationError):
         order_id.check_counter(1_000_000)
@@ -109,7 +111,7 @@ async def test_a_counter_bounded_by_the_format_stops_before_writing(
     """The counter made with ``max_value=fmt.max_number`` hands out ORD-999999, then refuses
     the next number with nothing written: no item, and the counter does not move."""
     order_id = IdFormat(prefix="ORD-", width=6)
-    orders = aioseq_store.gapless_counter("orders", max_value=order_id.max_number)
+    orders = aioseq_store.transactional_counter("orders", max_value=order_id.max_number)
     await put_counter_value(aioseq_store, "orders", {"N": "999998"})
 
     def order(n: int) -> dict[str, object]:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from checks import assert_exactly, item_count
 
-from aioseq import ConfigurationError, DynamoStore, GaplessCounter, ItemAlreadyExists
+from aioseq import (
+    ConfigurationError,
+    DynamoStore,
+    GroupCommit,
+    ItemAlreadyExists,
+    TransactionalCounter,
+)
 from aioseq.strategies.sort_key import OnConflict
 from aioseq.workload import stored_numbers
 
@@ -20,7 +27,7 @@ def invoice(n: int) -> dict[str, Any]:
 async def test_500_grouped_puts_are_exactly_1_to_500_in_a_few_transactions(
     aioseq_store: DynamoStore,
 ) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=True)
+    invoices = aioseq_store.transactional_counter("c", group=True)
     numbers = await asyncio.gather(*(invoices.put(invoice) for _ in range(500)))
     assert numbers == list(range(1, 501))  # numbered in caller order
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 500)
@@ -37,7 +44,7 @@ async def test_groups_respect_the_100_action_limit(aioseq_store: DynamoStore) ->
         "provide-client-params.dynamodb.TransactWriteItems", count_actions
     )
     try:
-        invoices = aioseq_store.gapless_counter("c", group=True)
+        invoices = aioseq_store.transactional_counter("c", group=True)
         await asyncio.gather(*(invoices.put(invoice) for _ in range(250)))
     finally:
         aioseq_store.client.meta.events.unregister(
@@ -46,10 +53,10 @@ async def test_groups_respect_the_100_action_limit(aioseq_store: DynamoStore) ->
     assert max(sizes) == 100 and sum(sizes) == 250 + len(sizes)
 
 
-async def test_a_lone_caller_is_not_kept_waiting_and_max_group_size_holds(
+async def test_a_lone_caller_is_not_kept_waiting_and_max_size_holds(
     aioseq_store: DynamoStore,
 ) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=True, max_group_size=10)
+    invoices = aioseq_store.transactional_counter("c", group=GroupCommit(max_size=10))
     assert await invoices.put(invoice) == 1
     assert aioseq_store.requests["TransactWriteItems"] == 1
     await asyncio.gather(*(invoices.put(invoice) for _ in range(30)))
@@ -59,7 +66,7 @@ async def test_a_lone_caller_is_not_kept_waiting_and_max_group_size_holds(
 async def test_one_existing_item_fails_alone_and_the_rest_stays_gapless(
     aioseq_store: DynamoStore,
 ) -> None:
-    users = aioseq_store.gapless_counter("users", group=True)
+    users = aioseq_store.transactional_counter("users", group=True)
     assert await users.put({"pk": "user#kirk", "sk": 0}) == 1
     items = [{"pk": f"user#{i}", "sk": 0} for i in range(20)]
     items.insert(7, {"pk": "user#kirk", "sk": 0})
@@ -70,7 +77,7 @@ async def test_one_existing_item_fails_alone_and_the_rest_stays_gapless(
 
 
 async def test_an_invalid_item_fails_alone(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=True)
+    invoices = aioseq_store.transactional_counter("c", group=True)
 
     def broken(n: int) -> dict[str, Any]:
         if n == 3:
@@ -90,7 +97,7 @@ async def test_an_invalid_item_fails_alone(aioseq_store: DynamoStore) -> None:
 
 
 async def test_two_callers_with_one_key_go_in_separate_groups(aioseq_store: DynamoStore) -> None:
-    users = aioseq_store.gapless_counter("users", group=True)
+    users = aioseq_store.transactional_counter("users", group=True)
     same = {"pk": "user#spock", "sk": 0}
     results = await asyncio.gather(users.put(same), users.put(same), return_exceptions=True)
     assert results[0] == 1 and isinstance(results[1], ItemAlreadyExists)
@@ -98,7 +105,7 @@ async def test_two_callers_with_one_key_go_in_separate_groups(aioseq_store: Dyna
 
 
 async def test_a_caller_cancelled_before_commit_leaves_no_gap(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=True)
+    invoices = aioseq_store.transactional_counter("c", group=True)
     first = asyncio.create_task(invoices.put(invoice))  # commits alone
     await asyncio.sleep(0)
     waiting = [asyncio.create_task(invoices.put(invoice)) for _ in range(10)]
@@ -121,7 +128,7 @@ async def test_a_caller_cancelled_during_commit_keeps_its_stored_number(
     events = aioseq_store.client.meta.events
     events.register("before-send.dynamodb.TransactWriteItems", on_send)
     try:
-        invoices = aioseq_store.gapless_counter("c", group=True)
+        invoices = aioseq_store.transactional_counter("c", group=True)
         tasks = [asyncio.create_task(invoices.put(invoice)) for _ in range(5)]
         await sent.wait()  # the group of five is on the wire
         tasks[0].cancel()
@@ -134,7 +141,7 @@ async def test_a_caller_cancelled_during_commit_keeps_its_stored_number(
 
 
 async def test_grouped_writers_in_two_objects_stay_gapless(aioseq_store: DynamoStore) -> None:
-    writers = [aioseq_store.gapless_counter("c", group=True) for _ in range(3)]
+    writers = [aioseq_store.transactional_counter("c", group=True) for _ in range(3)]
     numbers = await asyncio.gather(*(w.put(invoice) for w in writers * 60))
     assert_exactly(numbers, 1, 180)
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 180)
@@ -176,7 +183,7 @@ async def test_grouped_optimistic_writers_race_and_stay_gapless(aioseq_store: Dy
 
 
 async def test_a_batch_window_gathers_company_for_a_lone_caller(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("c", group=True, batch_window_secs=0.05)
+    invoices = aioseq_store.transactional_counter("c", group=GroupCommit(window_secs=0.05))
     first = asyncio.create_task(invoices.put(invoice))
     await asyncio.sleep(0.01)  # inside the window
     second = asyncio.create_task(invoices.put(invoice))
@@ -185,12 +192,32 @@ async def test_a_batch_window_gathers_company_for_a_lone_caller(aioseq_store: Dy
 
 
 @pytest.mark.parametrize(
-    "options",
-    [{"max_group_size": 100}, {"max_group_size": 0}, {"batch_window_secs": -1}],
+    "group",
+    [
+        lambda: GroupCommit(max_size=100),  # a transaction holds 99 puts and the counter
+        lambda: GroupCommit(max_size=0),
+        lambda: GroupCommit(window_secs=-1),
+        lambda: "yes",
+    ],
+    ids=["too-large-for-a-transaction", "zero", "negative-window", "not-a-group-commit"],
 )
 async def test_bad_group_options_are_refused(
-    aioseq_store: DynamoStore, options: dict[str, object]
+    aioseq_store: DynamoStore, group: Callable[[], Any]
 ) -> None:
     with pytest.raises(ConfigurationError):
-        GaplessCounter(aioseq_store, "c", group=True, **options)  # type: ignore[arg-type]
+        TransactionalCounter(aioseq_store, "c", group=group())
     assert await item_count(aioseq_store) == 0
+
+
+async def test_the_deprecated_names_warn_and_still_work(aioseq_store: DynamoStore) -> None:
+    with pytest.warns(DeprecationWarning, match="transactional_counter"):
+        invoices = aioseq_store.gapless_counter("c", group=True)
+    assert isinstance(invoices, TransactionalCounter)
+    with pytest.warns(DeprecationWarning, match=r"GroupCommit\(max_size"):
+        invoices = TransactionalCounter(aioseq_store, "c", max_group_size=10)
+    assert await invoices.put(invoice) == 1
+    await asyncio.gather(*(invoices.put(invoice) for _ in range(20)))
+    assert aioseq_store.requests["TransactWriteItems"] == 1 + 2  # groups of 1, 10, 10: not 21
+    with pytest.warns(DeprecationWarning, match="TransactionalCounter"):
+        from aioseq import GaplessCounter
+    assert GaplessCounter is TransactionalCounter

@@ -71,7 +71,7 @@ class Recorder:
 
 @pytest.fixture
 async def two_tables(aioseq_endpoint: str) -> AsyncIterator[tuple[DynamoStore, str]]:
-    """A store on a table that does not exist yet, and a second table for a gapless counter's
+    """A store on a table that does not exist yet, and a second table for a transactional counter's
     items (deleted after the test)."""
     suffix = uuid.uuid4().hex[:12]
     spec = TableSpec(name=f"aioseq-test-{suffix}")
@@ -118,9 +118,9 @@ async def test_every_request_is_within_the_documented_policy(
         issues = store.sort_key_counter("issues", group=True)
         await asyncio.gather(*(issues.put({"title": "t"}) for _ in range(5)))
         await issues.current()
-    with record.feature("gapless_counter"):
+    with record.feature("transactional_counter"):
         for options in ({}, {"group": True}, {"item_table": item_table}):
-            invoices = store.gapless_counter("invoices", **options)
+            invoices = store.transactional_counter("invoices", **options)
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()

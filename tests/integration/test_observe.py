@@ -163,7 +163,7 @@ async def test_logs_name_what_happened_and_hold_no_secrets(
             await store.create_table()
             try:
                 await lose_one_race(store, "orders")
-                invoices = store.gapless_counter("invoices")
+                invoices = store.transactional_counter("invoices")
                 await invoices.put(lambda n: {"pk": "invoice", "sk": n, "note": payload})
                 allocator = store.block_allocator("blocks", block_size=10)
                 await allocator.next()

@@ -85,8 +85,8 @@ async def test_no_secrets_in_logs_reprs_or_errors(
         errors.append(caught.value)
 
     item = {"pk": "invoice", "sk": 1, "card": SECRET}
-    invoices = store.gapless_counter("invoices")
-    grouped = store.gapless_counter("grouped", group=True)
+    invoices = store.transactional_counter("invoices")
+    grouped = store.transactional_counter("grouped", group=True)
     issues = store.sort_key_counter("issues")
     atomic = store.atomic_counter("orders")
     optimistic = store.optimistic_counter("optimistic")
@@ -111,7 +111,7 @@ async def test_no_secrets_in_logs_reprs_or_errors(
     for counter in (
         store.atomic_counter("secret-counter"),
         store.optimistic_counter("secret-counter"),
-        store.gapless_counter("secret-counter"),
+        store.transactional_counter("secret-counter"),
     ):
         await fails(CounterValueInvalid, counter.current())
     await fails(

@@ -11,8 +11,8 @@ from checks import assert_exactly, item_count
 from aioseq import (
     ConfigurationError,
     DynamoStore,
-    GaplessCounter,
     ItemAlreadyExists,
+    TransactionalCounter,
 )
 from aioseq.workload import stored_numbers
 
@@ -22,14 +22,14 @@ def invoice(n: int) -> dict[str, Any]:
 
 
 async def test_items_get_consecutive_numbers(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("invoice-counter")
+    invoices = aioseq_store.transactional_counter("invoice-counter")
     assert [await invoices.put(invoice) for _ in range(3)] == [1, 2, 3]
     assert await invoices.current() == 3
     assert sorted(await stored_numbers(aioseq_store, "invoices")) == [1, 2, 3]
 
 
 async def test_a_mapping_item_gets_the_number_as_an_attribute(aioseq_store: DynamoStore) -> None:
-    users = aioseq_store.gapless_counter("users", number_attribute="user_number")
+    users = aioseq_store.transactional_counter("users", number_attribute="user_number")
     assert await users.put({"pk": "user#kirk", "sk": 1, "name": "Kirk"}) == 1
     item = (
         await aioseq_store.call(
@@ -42,7 +42,7 @@ async def test_a_mapping_item_gets_the_number_as_an_attribute(aioseq_store: Dyna
 
 
 async def test_500_concurrent_puts_are_exactly_1_to_500(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.gapless_counter("c")
+    invoices = aioseq_store.transactional_counter("c")
     numbers = await asyncio.gather(*(invoices.put(invoice) for _ in range(500)))
     assert_exactly(numbers, 1, 500)
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 500)
@@ -50,8 +50,8 @@ async def test_500_concurrent_puts_are_exactly_1_to_500(aioseq_store: DynamoStor
 
 
 async def test_a_lost_race_is_retried_without_a_gap(aioseq_store: DynamoStore) -> None:
-    a = aioseq_store.gapless_counter("c")
-    b = aioseq_store.gapless_counter("c")
+    a = aioseq_store.transactional_counter("c")
+    b = aioseq_store.transactional_counter("c")
     assert await a.put(invoice) == 1
     assert await b.put(invoice) == 2  # a still believes the counter is 1
     assert await a.put(invoice) == 3
@@ -60,7 +60,7 @@ async def test_a_lost_race_is_retried_without_a_gap(aioseq_store: DynamoStore) -
 
 
 async def test_racing_writers_stay_gapless(aioseq_store: DynamoStore) -> None:
-    writers = [aioseq_store.gapless_counter("c") for _ in range(4)]
+    writers = [aioseq_store.transactional_counter("c") for _ in range(4)]
     numbers = await asyncio.gather(*(w.put(invoice) for w in writers * 30))
     assert_exactly(numbers, 1, 120)
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 120)
@@ -70,7 +70,7 @@ async def test_racing_writers_stay_gapless(aioseq_store: DynamoStore) -> None:
 async def test_an_existing_item_is_an_error_and_leaves_the_counter_alone(
     aioseq_store: DynamoStore,
 ) -> None:
-    users = aioseq_store.gapless_counter("users")
+    users = aioseq_store.transactional_counter("users")
     assert await users.put({"pk": "user#kirk", "sk": 1}) == 1
     with pytest.raises(ItemAlreadyExists) as caught:
         await users.put({"pk": "user#kirk", "sk": 1})
@@ -90,10 +90,10 @@ async def test_an_existing_item_is_an_error_and_leaves_the_counter_alone(
 )
 async def test_bad_items_are_refused_before_any_write(aioseq_store: DynamoStore, item: Any) -> None:
     with pytest.raises(ConfigurationError):
-        await aioseq_store.gapless_counter("c", number_attribute="n").put(item)
+        await aioseq_store.transactional_counter("c", number_attribute="n").put(item)
     assert await item_count(aioseq_store) == 0
 
 
 def test_bad_names_are_refused(aioseq_store: DynamoStore) -> None:
     with pytest.raises(ConfigurationError):
-        GaplessCounter(aioseq_store, "c", number_attribute="")
+        TransactionalCounter(aioseq_store, "c", number_attribute="")

@@ -127,7 +127,7 @@ FACTORIES = [
     ("atomic_counter", "max_value=5"),
     ("optimistic_counter", 'write="update"'),
     ("sort_key_counter", 'on_conflict="requery"'),
-    ("gapless_counter", 'number_attribute="n"'),
+    ("transactional_counter", 'number_attribute="n"'),
     ("block_allocator", "block_size=5"),
 ]
 
