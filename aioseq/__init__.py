@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 # the store: one pooled client, one table
 from aioseq._store import DynamoStore as DynamoStore
 
+# configuration
+from aioseq._values import Numbering as Numbering
+
 # the block allocator
 from aioseq.allocator import AllocatorStatistics as AllocatorStatistics
 from aioseq.allocator import BlockAllocator as BlockAllocator
-
-# configuration
 from aioseq.config import DEFAULT_TABLE_NAME as DEFAULT_TABLE_NAME
 from aioseq.config import MAX_NUMBER as MAX_NUMBER
 from aioseq.config import GroupCommit as GroupCommit
@@ -31,8 +32,10 @@ from aioseq.errors import ConfigurationError as ConfigurationError
 from aioseq.errors import ConnectionFailed as ConnectionFailed
 from aioseq.errors import CounterNotFound as CounterNotFound
 from aioseq.errors import CounterValueInvalid as CounterValueInvalid
+from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
 from aioseq.errors import EndpointUnreachable as EndpointUnreachable
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
+from aioseq.errors import NumberingMismatch as NumberingMismatch
 from aioseq.errors import NumberOutOfRange as NumberOutOfRange
 from aioseq.errors import RetriesExhausted as RetriesExhausted
 from aioseq.errors import ServiceUnavailable as ServiceUnavailable
@@ -82,6 +85,7 @@ __all__ = [
     "CounterNotFound",
     "CounterStatistics",
     "CounterValueInvalid",
+    "CounterWouldMoveBack",
     "DynamoStore",
     "EndpointUnreachable",
     "GroupCommit",
@@ -89,6 +93,8 @@ __all__ = [
     "ItemAlreadyExists",
     "ItemCounter",
     "NumberOutOfRange",
+    "Numbering",
+    "NumberingMismatch",
     "Observer",
     "OptimisticCounter",
     "RetriesExhausted",

@@ -12,6 +12,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -47,10 +48,15 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #: - ``aioseq_tokens`` (L of S) on a counter item: the tokens of its last
 #:   :data:`RECENT_WRITES` conditional writes, write ``w`` (counting from 0) in slot
 #:   ``w % RECENT_WRITES``.
+#: - ``aioseq_numbering`` (S) on a counter item: the :class:`Numbering` its values are
+#:   handed out under, recorded by the first write (``"stride=3 offset=2"``).
 TOKEN_ATTRIBUTE = "aioseq_token"
 WRITES_ATTRIBUTE = "aioseq_writes"
 TOKENS_ATTRIBUTE = "aioseq_tokens"
-RESERVED_ATTRIBUTES = frozenset({TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE, TOKENS_ATTRIBUTE})
+NUMBERING_ATTRIBUTE = "aioseq_numbering"
+RESERVED_ATTRIBUTES = frozenset(
+    {TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE, TOKENS_ATTRIBUTE, NUMBERING_ATTRIBUTE}
+)
 #: How many conditional writes a counter item remembers the tokens of. A retry whose earlier
 #: attempt's answer was lost can tell its own write from a rival's while fewer than this many
 #: writes followed it. 32 tokens of 16 characters keep a counter item under 1 KB (1 WCU).
@@ -281,3 +287,71 @@ def _has_empty_set(value: AttributeValue) -> bool:
 def deserialize(item: Mapping[str, AttributeValue]) -> dict[str, Any]:
     """DynamoDB AttributeValues -> plain Python values (numbers become ``Decimal``)."""
     return {name: _deserializer.deserialize(value) for name, value in item.items()}
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """How a counter's values become numbers: value ``k`` (1, 2, 3, ...) is the number
+    ``offset + (k - 1) * stride``, and no number passes ``max_value``. The default numbering
+    hands out the values themselves (1, 2, 3, ...). Several deployments that share a key space
+    give each counter its own ``offset`` in ``1..stride`` and never collide (MySQL's
+    ``auto_increment_increment`` / ``auto_increment_offset``).
+
+    A counter item records its numbering on its first write, in the
+    :data:`NUMBERING_ATTRIBUTE` attribute, as :meth:`encode` writes it; an object that asks for
+    another numbering on the same counter is refused
+    (:class:`~aioseq.errors.NumberingMismatch`).
+
+    Attributes:
+        stride: the step between two numbers (1 .. 10**12).
+        offset: the first number (0 .. ``MAX_NUMBER``).
+        max_value: the highest number, or ``None`` for no limit of the counter's own
+            (``MAX_NUMBER``).
+
+    Raises:
+        ConfigurationError: a value outside those ranges, or not an ``int``.
+    """
+
+    stride: int = 1
+    offset: int = 1
+    max_value: int | None = None
+
+    def __post_init__(self) -> None:
+        check_count(self.stride, "stride", maximum=10**12)
+        if (
+            not isinstance(self.offset, int)
+            or isinstance(self.offset, bool)
+            or not 0 <= self.offset <= MAX_NUMBER
+        ):
+            raise ConfigurationError(f"offset must be an int from 0 to 10**38 - 1: {self.offset!r}")
+        if self.max_value is not None:
+            check_count(self.max_value, "max_value")
+
+    def number(self, value: int) -> int:
+        """The number of counter value ``value`` (>= 1)."""
+        return self.offset + (value - 1) * self.stride
+
+    def encode(self) -> str:
+        """The attribute's text: ``"stride=S offset=O"``, then ``" max_value=M"`` if set."""
+        text = f"stride={self.stride} offset={self.offset}"
+        return text if self.max_value is None else f"{text} max_value={self.max_value}"
+
+    @classmethod
+    def decode(cls, text: str) -> Numbering:
+        """The numbering :meth:`encode` wrote as ``text``.
+
+        Raises:
+            ConfigurationError: ``text`` is not what :meth:`encode` writes.
+        """
+        fields: dict[str, int] = {}
+        for part in text.split(" ") if isinstance(text, str) else [""]:
+            name, _, digits = part.partition("=")
+            if name not in ("stride", "offset", "max_value") or not digits.isdigit():
+                raise ConfigurationError(f"not a counter numbering: {text!r}")
+            fields[name] = int(digits)
+        if "stride" not in fields or "offset" not in fields:
+            raise ConfigurationError(f"not a counter numbering: {text!r}")
+        return cls(**fields)
+
+    def __str__(self) -> str:
+        return self.encode()

@@ -11,7 +11,10 @@ Misuse (bad arguments, bad configuration) raises :class:`ConfigurationError`, wh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aioseq._values import Numbering
 
 __all__ = [
     "AioseqError",
@@ -20,9 +23,11 @@ __all__ = [
     "ConnectionFailed",
     "CounterNotFound",
     "CounterValueInvalid",
+    "CounterWouldMoveBack",
     "EndpointUnreachable",
     "ItemAlreadyExists",
     "NumberOutOfRange",
+    "NumberingMismatch",
     "RetriesExhausted",
     "ServiceUnavailable",
     "StoreClosed",
@@ -125,6 +130,49 @@ class CounterNotFound(AioseqError, LookupError):
         super().__init__(
             f"counter {key!r} does not exist in table {table!r}; it is made by the"
             " first number taken"
+        )
+
+
+class NumberingMismatch(AioseqError, ValueError):
+    """A counter object asked for another :class:`~aioseq.Numbering` (stride, offset,
+    ``max_value``) than the one its counter item recorded on its first write. Two numberings
+    on one counter would hand out overlapping numbers, so the object takes no number and
+    nothing is written. Change a counter's numbering explicitly, or use another key.
+
+    Attributes:
+        key: the counter key.
+        stored: the numbering the counter item holds.
+        requested: the numbering the object was made with.
+    """
+
+    def __init__(self, key: str, stored: Numbering, requested: Numbering) -> None:
+        self.key = key
+        self.stored = stored
+        self.requested = requested
+        super().__init__(
+            f"counter {key!r} is numbered {stored.encode()!r}, not {requested.encode()!r};"
+            " no number was taken"
+        )
+
+
+class CounterWouldMoveBack(AioseqError, ValueError):
+    """Setting a counter to a value below its current one was refused (nothing written): the
+    numbers between would be handed out a second time. Pass ``allow_backward=True`` (CLI:
+    ``--allow-backward``) to do it anyway, knowing that.
+
+    Attributes:
+        key: the counter key.
+        current: the counter's value.
+        requested: the value asked for.
+    """
+
+    def __init__(self, key: str, current: int, requested: int) -> None:
+        self.key = key
+        self.current = current
+        self.requested = requested
+        super().__init__(
+            f"counter {key!r} is at {current}; setting it back to {requested} would hand out"
+            f" {requested + 1}..{current} again (allow_backward=True to do it anyway)"
         )
 
 
