@@ -131,22 +131,45 @@ FACTORIES = [
     ("block_allocator", "block_size=5"),
 ]
 
+#: Every public constructor, called right and then with a misspelt keyword.
+CONSTRUCTORS = [
+    ("aioseq.AtomicCounter", 'store, "k", max_value=5'),
+    ("aioseq.OptimisticCounter", 'store, "k", write="update"'),
+    ("aioseq.SortKeyCounter", 'store, "k", on_conflict="requery"'),
+    ("aioseq.TransactionalCounter", 'store, "k", group=aioseq.GroupCommit(max_size=5)'),
+    ("aioseq.BlockAllocator", 'store, "k", block_size=5'),
+    ("aioseq.DynamoStore", 'store.client, "table", retry_policy=None'),
+    ("aioseq.DynamoStore.open", 'table="t", region_name="eu-west-1"'),
+    ("aioseq.TableSpec", 'name="t", sort_key=None'),
+    ("aioseq.RetryPolicy", "max_attempts=3"),
+    ("aioseq.GroupCommit", "max_size=5, window_secs=0.01"),
+    ("aioseq.IdFormat", '"ORD-", 10'),
+    ("aioseq.Numbering", "stride=3, offset=2"),
+]
+
 
 @pytest.mark.slow
-def test_mypy_rejects_a_misspelt_keyword_on_every_factory(tmp_path: Path) -> None:
+def test_mypy_rejects_a_misspelt_keyword_on_every_factory_and_constructor(
+    tmp_path: Path,
+) -> None:
     from mypy import api
 
-    lines = ["from aioseq import DynamoStore", "def use(store: DynamoStore) -> None:"]
+    lines = ["import aioseq", "def use(store: aioseq.DynamoStore) -> None:"]
     for factory, good in FACTORIES:
         lines.append(f'    store.{factory}("k", {good})')
         lines.append(f'    store.{factory}("k", blok_size=5)  # misspelt')
+    for constructor, good in CONSTRUCTORS:
+        lines.append(f"    {constructor}({good})")
+        comma = ", " if good.startswith(("store", '"')) else ""
+        positional = good.split(", ")[0] + comma if comma else ""
+        lines.append(f"    {constructor}({positional}blok_size=5)  # misspelt")
     snippet = tmp_path / "front_door.py"
     snippet.write_text("\n".join(lines) + "\n")
     stdout, _, status = api.run(["--strict", "--no-incremental", str(snippet)])
     errors = [line for line in stdout.splitlines() if ": error:" in line]
     assert status == 1
-    assert len(errors) == len(FACTORIES), stdout
-    assert all('Unexpected keyword argument "blok_size"' in line for line in errors), stdout
+    unexpected = [line for line in errors if 'Unexpected keyword argument "blok_size"' in line]
+    assert len(unexpected) == len(FACTORIES) + len(CONSTRUCTORS), stdout
 
 
 def test_no_name_aioseq_testing_exports_is_shadowed_by_a_submodule() -> None:
