@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import subprocess
+import zipfile
 from importlib.metadata import requires
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from aioseq.testing import DynamoDBLocal
+from aioseq.testing.dynamodb_local import find_dynamodb_local_jar
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -88,6 +90,21 @@ def test_services(resolved: dict[str, Any]) -> None:
     for service in services.values():
         for port in service.get("ports", []):
             assert port["host_ip"] == "127.0.0.1", port  # nothing published beyond loopback
+
+
+def test_the_image_is_the_dynamodb_local_the_suite_runs(resolved: dict[str, Any]) -> None:
+    """Compose runs the DynamoDB Local release the suite is tested against (the jar that
+    ``scripts/install-dynamodb-local`` installs), not another."""
+    jar = find_dynamodb_local_jar()
+    if jar is None:
+        pytest.skip("DynamoDB Local is not installed: run scripts/install-dynamodb-local")
+    with zipfile.ZipFile(jar) as archive:
+        properties = archive.read(
+            "META-INF/maven/software/amazon/dynamodb/DynamoDBLocal/pom.properties"
+        ).decode()
+    version = dict(line.split("=", 1) for line in properties.splitlines() if "=" in line)
+    image = resolved["services"][DYNAMODB]["image"]
+    assert image == f"amazon/dynamodb-local:{version['version']}"
 
 
 def dynamodb_port(dynamodb: dict[str, Any]) -> int:
