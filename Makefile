@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration lint bench bench-defaults soak clean
+.PHONY: demo test test-unit test-integration lint dist bench bench-defaults soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -30,6 +30,10 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check aioseq tests benchmarks examples
 	$(BIN)/ruff format --check aioseq tests benchmarks examples
 	$(BIN)/mypy aioseq tests benchmarks examples
+
+# The sdist and the wheel, twine-checked; the wheel installed in a fresh venv runs `aioseq --version`.
+dist: $(VENV)/.installed-dev
+	PYTHON=$(BIN)/python scripts/check-dist
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,4 +64,4 @@ soak: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m aioseq.testing.soak --server dynamodb-local $(ARGS)
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info dist
