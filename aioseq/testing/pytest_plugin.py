@@ -9,8 +9,14 @@
 - ``aioseq_store``: an open :class:`~aioseq.DynamoStore` on a new, uniquely named table
   (created before, deleted after the test).
 
+The async fixture needs pytest-asyncio (``pip install 'aioseq[test]'``), in either of its
+modes: with ``asyncio_mode = "auto"`` any ``async def`` test can use it; in strict mode (the
+default) mark the test ``@pytest.mark.asyncio``. The moto server needs ``aioseq[server]``;
+without it the fixture fails with that instruction, not an ``ImportError`` deep inside.
+
 Example::
 
+    @pytest.mark.asyncio  # not needed with asyncio_mode = "auto"
     async def test_orders(aioseq_store):
         orders = aioseq_store.atomic_counter("orders")
         assert await orders.next() == 1
@@ -18,10 +24,11 @@ Example::
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -32,9 +39,34 @@ if TYPE_CHECKING:
 REQUIRE_DYNAMODB_LOCAL = "AIOSEQ_REQUIRE_DYNAMODB_LOCAL"
 
 
+def _async_fixture() -> Callable[[Any], Any]:
+    """pytest-asyncio's own fixture decorator, which works in its strict mode and its auto
+    mode alike; without pytest-asyncio, a fixture that fails saying what to install (the
+    plugin loads in every pytest run where aioseq is installed, so it must not fail to
+    import)."""
+    try:
+        import pytest_asyncio
+    except ImportError:
+
+        def missing(function: Any) -> Any:
+            @pytest.fixture(name=function.__name__)
+            def needs_pytest_asyncio() -> None:
+                pytest.fail(
+                    f"the {function.__name__} fixture is async and needs pytest-asyncio:"
+                    " pip install 'aioseq[test]'"
+                )
+
+            return needs_pytest_asyncio
+
+        return missing
+    return pytest_asyncio.fixture
+
+
 @pytest.fixture(scope="session")
 def aioseq_moto_server() -> Iterator[MotoServerProcess]:
     """A serialized moto DynamoDB server on 127.0.0.1, for the whole session."""
+    if importlib.util.find_spec("moto") is None:
+        pytest.fail("the aioseq_moto_server fixture needs moto: pip install 'aioseq[server]'")
     from aioseq.testing import MotoServerProcess
 
     with MotoServerProcess() as server:
@@ -65,7 +97,7 @@ def aioseq_endpoint(aioseq_moto_server: MotoServerProcess) -> str:
     return aioseq_moto_server.endpoint_url
 
 
-@pytest.fixture
+@_async_fixture()
 async def aioseq_store(aioseq_endpoint: str) -> AsyncIterator[DynamoStore]:
     """An open store on a fresh table ``aioseq-test-<uuid>``, deleted after the test."""
     from aioseq import DynamoStore

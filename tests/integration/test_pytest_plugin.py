@@ -1,0 +1,41 @@
+"""The pytest plugin as a user's project meets it: its own pytest run, no settings of ours."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+USER_TEST = textwrap.dedent(
+    """
+    import pytest
+
+    @pytest.mark.asyncio
+    async def test_orders(aioseq_store):
+        orders = aioseq_store.atomic_counter("orders")
+        assert [await orders.next() for _ in range(3)] == [1, 2, 3]
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_aioseq_store_works_in_either_pytest_asyncio_mode(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *("-o", f"asyncio_mode={mode}", "-o", "asyncio_default_fixture_loop_scope=function"),
+            *("-W", "error", "test_user.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
