@@ -408,7 +408,8 @@ class BlockAllocator:
         first ``next()`` does not wait on the network.
 
         Raises:
-            StoreClosed, WrongEventLoop.
+            StoreClosed: the store or this allocator is closed.
+            WrongEventLoop: the allocator is used from an event loop other than its first.
         """
         if self._closed:
             raise StoreClosed(f"{self!r} is closed")

@@ -364,7 +364,9 @@ class Strategy:
         DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), retried on transient errors.
 
         Raises:
-            RetriesExhausted, StoreError, StoreClosed.
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         self._check_open()
         return await self._retry(self._read_counter_item) is not None
@@ -376,7 +378,9 @@ class Strategy:
 
         Raises:
             CounterValueInvalid: the value attribute is not a whole number.
-            RetriesExhausted, StoreError, StoreClosed.
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         self._check_open()
         item = await self._retry(self._read_counter_item)

@@ -92,7 +92,8 @@ class AtomicCounter(Strategy):
                 one (nothing is written), or a fraction (written, then put back: see above).
             NumberOutOfRange: the counter would pass ``max_value`` (nothing is written).
             RetriesExhausted: throttling or transient errors outlasted the retry policy.
-            StoreError, StoreClosed.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         check_count(n, "n")
         self._check_open()

@@ -122,7 +122,8 @@ class OptimisticCounter(Strategy):
             NumberOutOfRange: ``c + n`` would pass ``max_value`` or 38 digits (nothing is
                 written).
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
-            StoreError, StoreClosed.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         check_count(n, "n")
         self._check_open()

@@ -166,7 +166,9 @@ class SortKeyCounter(Strategy):
 
         Raises:
             CounterValueInvalid: the highest sort key is not a whole number.
-            RetriesExhausted, StoreError, StoreClosed.
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         self._check_open()
         return await self._retry(self._query_max)
@@ -175,7 +177,10 @@ class SortKeyCounter(Strategy):
         """Whether the collection holds a numbered item (one ``Query``, as :meth:`current`).
 
         Raises:
-            CounterValueInvalid, RetriesExhausted, StoreError, StoreClosed.
+            CounterValueInvalid: the highest sort key is not a whole number.
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         return await self.current() > 0
 
@@ -223,7 +228,8 @@ class SortKeyCounter(Strategy):
                 (nothing is written).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
-            StoreError, StoreClosed.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         table = self.store.table
         extra = serialize(attributes or {})

@@ -262,7 +262,8 @@ class TransactionalCounter(Strategy):
                 and no resend got through before the policy ran out, the item may be stored:
                 read it back by its key before putting it again. (A resend that gets through
                 finds out, by ``ClientRequestToken`` or by the counter's token ring.)
-            StoreError, StoreClosed.
+            StoreError: a request failed in a way that is not retried (its subclass says how).
+            StoreClosed: the store or this object is closed.
         """
         self._make_item(item, 1)  # validate before any request
         self._check_open()
