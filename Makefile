@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration lint dist bench bench-defaults soak clean
+.PHONY: demo test test-unit test-integration lint dist docs docs-serve bench bench-defaults soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -35,6 +35,13 @@ lint: $(VENV)/.installed-dev
 dist: $(VENV)/.installed-dev
 	PYTHON=$(BIN)/python scripts/check-dist
 
+# The documentation site (mkdocs-material + mkdocstrings), built with warnings as errors into site/.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -46,6 +53,10 @@ $(VENV)/.installed-server: pyproject.toml | $(VENV)/bin/python
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed-server
+
+$(VENV)/.installed-docs: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $@
 
 .cache/dynamodb-local/.installed: scripts/install-dynamodb-local
 	scripts/install-dynamodb-local
@@ -64,4 +75,4 @@ soak: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m aioseq.testing.soak --server dynamodb-local $(ARGS)
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info dist
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info dist site
