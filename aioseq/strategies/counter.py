@@ -48,8 +48,8 @@ class AtomicCounter(Strategy):
     out from a fraction.
 
     Guarantees:
-        - unique: always, across processes and hosts (single-region tables; see the README on
-          global tables).
+        - unique: always, across processes and hosts (single-region tables; see docs/guarantees.md
+          on global tables).
         - gapless: no. A number handed to a caller that then fails or crashes is never reused;
           a request whose response is lost (timeout, reset) and is retried may have been
           applied, which skips its numbers.

@@ -190,7 +190,7 @@ def _network_reason() -> str | None:
             "network interfaces other than loopback are present: "
             f"{', '.join(others)}; DynamoDB Local listens on every interface, so run "
             "the tests in a loopback-only namespace (scripts/in-loopback-netns, "
-            "see README)"
+            "see docs/dynamodb-local.md)"
         )
     if "lo" not in names:
         return "no loopback interface in this network namespace"

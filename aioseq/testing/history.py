@@ -4,7 +4,7 @@ Record the calls (in one process with :meth:`History.take`, from ``aioseq next``
 :meth:`History.add_printed`, from other processes by merging their :meth:`History.dump` or
 ``History(log=...)`` files), optionally what the server applied as seen on the wire
 (``FaultProxy(..., on_exchange=history.observe)``), then :meth:`History.check` what the
-strategy promises (README, "Guarantees, precisely"), given the counter's final value or the
+strategy promises (docs/guarantees.md), given the counter's final value or the
 items stored:
 
 - **unique**, always: no number handed out twice, across processes.

@@ -174,7 +174,7 @@ async def test_closing_a_store_closes_its_allocators_and_gives_their_numbers_bac
         await allocator.next()
     with pytest.raises(StoreClosed):
         await allocator.next_many(2)
-    assert allocator.statistics().returned == 99  # the README's first example's 99 numbers
+    assert allocator.statistics().returned == 99  # the first example's 99 numbers (README)
     async with DynamoStore.open(endpoint_url=aioseq_endpoint, table=store.table) as check:
         assert await check.atomic_counter("tickets").current() == 1
         await check.delete_table()

@@ -1,5 +1,5 @@
 """Least privilege: every request aioseq sends, feature by feature, needs exactly the IAM actions
-``aioseq.iam`` documents, on exactly the tables of the policy (README, "Least privilege").
+``aioseq.iam`` documents, on exactly the tables of the policy (docs/security.md).
 
 The requests are recorded on a real server through botocore's event hooks: the store's
 ``before-send`` counter (``store.requests``) for the operations, and ``before-parameter-build``
@@ -174,10 +174,9 @@ def test_the_policy_document() -> None:
     ]
 
 
-def test_the_readme_shows_the_policy_aioseq_iam_writes() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Least privilege (IAM)", 1)[1]
-    shown = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+def test_the_docs_show_the_policy_aioseq_iam_writes() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+    shown = json.loads(page.read_text(encoding="utf-8").split("```json", 1)[1].split("```", 1)[0])
     resource = "arn:aws:dynamodb:REGION:ACCOUNT:table/aioseq"
     assert shown == iam.policy(resource, admin_features=["create_table"])
 

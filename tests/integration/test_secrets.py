@@ -1,5 +1,5 @@
-"""No credentials and no item contents in aioseq's logs, reprs or error messages (README,
-"Least privilege (IAM)"): every strategy runs, and fails in every way it can, with
+"""No credentials and no item contents in aioseq's logs, reprs or error messages (docs/security.md,
+"Secrets"): every strategy runs, and fails in every way it can, with
 recognizable credentials and a recognizable secret in the items, while aioseq logs at DEBUG."""
 
 from __future__ import annotations
