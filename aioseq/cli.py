@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 import traceback
@@ -184,14 +185,23 @@ async def _current(args: argparse.Namespace) -> int:
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from aioseq.demo import check_arguments, embedded_or_configured_endpoint, format_table, run_demo
+    from aioseq.demo import check_arguments, format_table, run_demo
+    from aioseq.testing.servers import ServerUnavailable, serving_endpoint
 
     check_arguments(count=args.count, concurrency=args.concurrency, instances=args.instances)
 
-    with embedded_or_configured_endpoint(getattr(args, "endpoint_url", None)) as (
-        endpoint,
-        embedded,
-    ):
+    with contextlib.ExitStack() as stack:
+        try:  # the configured endpoint, else the embedded moto server
+            served = stack.enter_context(
+                serving_endpoint(
+                    endpoint_url=getattr(args, "endpoint_url", None), from_environment=True
+                )
+            )
+        except ServerUnavailable as exc:
+            raise SystemExit(
+                f"aioseq demo: no endpoint configured and {exc.reason}, or pass --endpoint-url"
+            ) from exc
+        endpoint, embedded = served.url, served.embedded
         where = "embedded moto server (serialized)" if embedded else endpoint
         print(
             f"aioseq demo: {args.count} numbers per strategy, {args.concurrency} tasks sharing "

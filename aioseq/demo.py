@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aioseq._store import DynamoStore, configured_endpoint
+from aioseq._store import DynamoStore
 from aioseq._values import check_count
 from aioseq.config import TableSpec
 from aioseq.workload import (
@@ -24,7 +23,6 @@ __all__ = [
     "DemoRow",
     "check_arguments",
     "delete_collection",
-    "embedded_or_configured_endpoint",
     "format_table",
     "run_demo",
 ]
@@ -53,27 +51,6 @@ class DemoRow:
             and self.mismatched_items == 0
             and (self.gaps == 0 or not self.gapless)
         )
-
-
-@contextlib.contextmanager
-def embedded_or_configured_endpoint(endpoint_url: str | None) -> Iterator[tuple[str, bool]]:
-    """``(endpoint, embedded)``: the configured endpoint, or else a serialized moto server
-    (:class:`~aioseq.testing.moto_server.MotoServerProcess`) started for the duration."""
-    endpoint = configured_endpoint(endpoint_url)
-    if endpoint is not None:
-        yield endpoint, False
-        return
-    try:
-        import moto  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise SystemExit(
-            "aioseq demo: no endpoint configured and the embedded server is not installed: "
-            "pip install 'aioseq[server]', or pass --endpoint-url"
-        ) from exc
-    from aioseq.testing.moto_server import MotoServerProcess
-
-    with MotoServerProcess() as server:
-        yield server.endpoint_url, True
 
 
 def check_arguments(*, count: int, concurrency: int, instances: int) -> None:

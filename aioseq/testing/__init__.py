@@ -10,6 +10,9 @@
   throttled as DynamoDB throttles a hot key, and a round trip per request.
 - :class:`History`: records the numbers handed out and checks each strategy's guarantees;
   ``python -m aioseq.testing.soak`` runs every strategy under faults and checks them.
+- :func:`serving` / :func:`serving_endpoint`: the endpoint given (or configured), or a moto
+  or DynamoDB Local server started for a ``with`` block (:class:`Endpoint`,
+  :class:`ServerUnavailable`).
 - pytest fixtures (``aioseq_endpoint``, ``aioseq_store``...), registered automatically as the
   ``aioseq`` pytest plugin: see :mod:`aioseq.testing.pytest_plugin`.
 
@@ -32,30 +35,39 @@ if TYPE_CHECKING:
     from aioseq.testing.history import History as History
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
+    from aioseq.testing.servers import Endpoint as Endpoint
+    from aioseq.testing.servers import ServerUnavailable as ServerUnavailable
     from aioseq.testing.servers import serving as serving
+    from aioseq.testing.servers import serving_endpoint as serving_endpoint
 
 __all__ = [
     "CapacityModel",
     "DynamoDBLocal",
     "DynamoDBLocalUnavailable",
+    "Endpoint",
     "FaultProxy",
     "FaultSchedule",
     "History",
     "MotoServerProcess",
     "SerializedMotoServer",
+    "ServerUnavailable",
     "serving",
+    "serving_endpoint",
 ]
 
 _MODULES = {
     "CapacityModel": "aioseq.testing.capacity",
     "DynamoDBLocal": "aioseq.testing.dynamodb_local",
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
+    "Endpoint": "aioseq.testing.servers",
     "FaultProxy": "aioseq.testing.fault_proxy",
     "FaultSchedule": "aioseq.testing.fault_proxy",
     "History": "aioseq.testing.history",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
+    "ServerUnavailable": "aioseq.testing.servers",
     "serving": "aioseq.testing.servers",
+    "serving_endpoint": "aioseq.testing.servers",
 }
 
 
