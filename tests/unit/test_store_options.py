@@ -1,4 +1,5 @@
-"""DynamoStore.open() refuses what no request could fix, before opening anything: no server."""
+"""DynamoStore.open() and the values it takes (RetryPolicy, TableSpec) refuse what no request
+could fix, before opening anything: no server."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from aioseq import ConfigurationError, DynamoStore, RetryPolicy
+from aioseq import ConfigurationError, DynamoStore, RetryPolicy, TableSpec
 
 ENDPOINT = "http://127.0.0.1:8000"
 
@@ -70,3 +71,41 @@ async def test_no_credentials_for_aws_is_refused(monkeypatch: pytest.MonkeyPatch
 def test_bad_retry_bounds_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError, match="finite number of seconds"):
         RetryPolicy(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_attempts": 0},
+        {"max_attempts": 2.0},
+        {"max_delay_secs": -1},
+        {"initial_backoff_secs": 0},
+        {"initial_backoff_secs": 2, "max_backoff_secs": 1},
+    ],
+)
+def test_bad_retry_policies_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        RetryPolicy(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"name": "ab"},
+        {"partition_key": ""},
+        {"partition_key": "a", "sort_key": "a"},
+        {"sort_key_type": "B"},
+    ],
+)
+def test_bad_table_specs_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        TableSpec(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_pool_connections": 0}, {"read_timeout_secs": 0}, {"connect_timeout_secs": "1"}],
+)
+def test_bad_client_options_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        DynamoStore.open(**options)  # type: ignore[arg-type]
