@@ -18,6 +18,7 @@ from aioseq import (
     Numbering,
     NumberingMismatch,
     NumberOutOfRange,
+    StoreClosed,
     TableSpec,
 )
 from aioseq._values import NUMBERING_ATTRIBUTE
@@ -74,20 +75,26 @@ async def test_objects_of_one_numbering_share_the_counter(aioseq_store: DynamoSt
 
 
 @pytest.mark.parametrize(
-    ("options", "requested"),
+    "requested",
     [
-        ({"stride": 1, "offset": 2}, Numbering(1, 2)),  # stride 1: the issue's example
-        ({"stride": 3, "offset": 1}, Numbering(3, 1)),  # offset 1
-        ({"stride": 3, "offset": 2, "max_value": 10**6}, Numbering(3, 2, 10**6)),
+        Numbering(1, 2),  # stride 1: the issue's example
+        Numbering(3, 1),  # offset 1
+        Numbering(3, 2, 10**6),
     ],
 )
 async def test_another_numbering_is_refused_and_takes_nothing(
-    aioseq_store: DynamoStore, options: dict[str, int], requested: Numbering
+    aioseq_store: DynamoStore, requested: Numbering
 ) -> None:
     async with aioseq_store.block_allocator("k", stride=3, offset=2, block_size=5) as allocator:
         await allocator.next()
     assert await value(aioseq_store, "k") == 1  # the unused tail was given back
-    other = aioseq_store.block_allocator("k", block_size=5, **options)
+    other = aioseq_store.block_allocator(
+        "k",
+        block_size=5,
+        stride=requested.stride,
+        offset=requested.offset,
+        max_value=requested.max_value or 10**38 - 1,
+    )
     with pytest.raises(NumberingMismatch) as caught:
         await other.next()
     assert_mismatch(caught.value, Numbering(3, 2), requested)
@@ -266,7 +273,8 @@ def test_the_issues_script(aioseq_endpoint: str, table: str) -> None:
         assert (refused.returncode, refused.stdout) == (1, ""), strategy
     current = aioseq(*where, "current", "k2", "--strategy", "allocator")
     assert current.stdout == "5\n"  # nothing taken: the counter's value is still 5
-    again = aioseq(*where, "next", "k2", "--strategy", "allocator", "--stride", "3", "--offset", "2")
+    numbered = ("--strategy", "allocator", "--stride", "3", "--offset", "2")
+    again = aioseq(*where, "next", "k2", *numbered)
     assert again.stdout == "17\n", again.stderr
 
 
@@ -322,7 +330,5 @@ async def test_set_numbering_on_a_closed_store_is_refused(aioseq_endpoint: str) 
     table = TableSpec(name=f"aioseq-test-{uuid.uuid4().hex[:12]}")
     store = await DynamoStore.open(table=table, endpoint_url=aioseq_endpoint)
     await store.aclose()
-    from aioseq import StoreClosed
-
     with pytest.raises(StoreClosed):
         await store.set_numbering("k", Numbering())
