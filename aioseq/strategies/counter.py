@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aioseq._values import check_count, number, parse_counter
+from aioseq._values import NUMBERING_ATTRIBUTE, check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import (
     ConditionFailed,
@@ -36,20 +36,22 @@ class AtomicCounter(Strategy):
                                         AND (attribute_not_exists(#pk)
                                              OR (attribute_type(#value, :N)
                                                  AND #value BETWEEN :zero AND :limit))
-                    ReturnValues        UPDATED_NEW
+                    ReturnValues        UPDATED_OLD
 
-    (``:limit`` is ``max_value - n``) and the new value ``v`` makes the numbers
-    ``v - n + 1 .. v``. The condition only guards against a counter item without a value, with
-    a non-number or a negative one, or one that would pass ``max_value``, or one that
-    recorded another numbering than this object's (see :mod:`aioseq.numbering`: the first
-    ``ADD`` records it, in the same request); it never fails between well-behaved writers of
-    one numbering. DynamoDB applies writes to one item one at a time, so the numbers are unique
+    (``:limit`` is ``max_value - n``) and the value before it, ``u``, makes the numbers
+    ``u + 1 .. u + n`` (``UPDATED_OLD`` also says whether this ``ADD`` recorded the
+    numbering, which a put-back then removes again). The condition only guards against a
+    counter item without a value, with a non-number or a negative one, or one that would pass
+    ``max_value``, or one that recorded another numbering than this object's (see
+    :mod:`aioseq.numbering`: the first ``ADD`` records it, in the same request); it never fails
+    between well-behaved writers of one numbering. DynamoDB applies writes to one item one at a time, so the numbers are unique
     (AWS Database Blog, "Implement auto-increment with Amazon DynamoDB").
 
     A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
     compare and test types, they cannot test whether a number is whole): the ``ADD`` is
     applied, aioseq sees the fraction it returns, puts the old value back with a conditional
-    ``SET #value = :before IF #value = :after`` (one more write, skipped if another writer got
+    ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering if the ``ADD``
+    recorded it) (one more write, skipped if another writer got
     there first) and raises :class:`~aioseq.errors.CounterValueInvalid`. No number is handed
     out from a fraction.
 
@@ -135,7 +137,7 @@ class AtomicCounter(Strategy):
                 ":limit": number(self.max_value - n),
                 **guard_values_,
             },
-            "ReturnValues": "UPDATED_NEW",
+            "ReturnValues": "UPDATED_OLD",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
@@ -151,36 +153,42 @@ class AtomicCounter(Strategy):
             attributes: dict[str, Any] | None = response.get("Attributes")
             return attributes
 
-        attributes = await self._retry(attempt)
+        before = await self._retry(attempt)  # the value and numbering before (none: a new item)
         try:
-            high = parse_counter(attributes, self.key, table.value_attribute)
+            high = parse_counter(before, self.key, table.value_attribute) + n
         except CounterValueInvalid as exc:
-            before = await self._put_back(exc.found, n)
-            raise CounterValueInvalid(self.key, table.value_attribute, before) from exc
+            recorded = not before or NUMBERING_ATTRIBUTE not in before
+            await self._put_back(exc.found, n, forget_numbering=recorded)
+            raise
         if high > self.max_value:  # only servers that skip the condition's arithmetic get here
             raise NumberOutOfRange(high, f"{high} is above max_value {self.max_value}")
-        if high < n:
-            raise CounterValueInvalid(self.key, table.value_attribute, {"N": str(high)})
         self._numbers += n
         return range(high - n + 1, high + 1)
 
-    async def _put_back(self, after: Mapping[str, Any] | None, n: int) -> Mapping[str, Any] | None:
-        """Undo an ``ADD n`` that turned out to have added to a fraction (``after`` is the value
-        it returned): ``SET #value = :before IF #value = :after``, skipped if another writer
-        moved the counter since. Returns the value before the ``ADD``."""
-        if not after or "N" not in after:
-            return after
-        before = {"N": str(Decimal(after["N"]) - n)}
-        await self._set_value_if(before, expected=dict(after))
-        return before
+    async def _put_back(
+        self, before: Mapping[str, Any] | None, n: int, *, forget_numbering: bool
+    ) -> None:
+        """Undo an ``ADD n`` that turned out to have added to a fraction (``before`` is the value
+        it returned, ``UPDATED_OLD``): ``SET #value = :before IF #value = :before + n`` (with
+        ``REMOVE #numbering`` if the ``ADD`` recorded it), skipped if another writer moved the
+        counter since."""
+        if not before or "N" not in before:
+            return
+        after = {"N": str(Decimal(before["N"]) + n)}
+        await self._set_value_if(dict(before), expected=after, forget_numbering=forget_numbering)
 
-    async def _set_value_if(self, value: dict[str, str], *, expected: dict[str, str]) -> bool:
+    async def _set_value_if(
+        self, value: dict[str, str], *, expected: dict[str, str], forget_numbering: bool = False
+    ) -> bool:
         """``UpdateItem SET #value = :value IF #value = :expected AND #numbering = :numbering``
-        on the counter item (1 WCU), retried on transient errors. True if it was applied, False
-        if the counter had moved or been renumbered (numbers of the old numbering are not
-        put back under the new one)."""
+        on the counter item (1 WCU; ``forget_numbering``: ``REMOVE #numbering`` too), retried
+        on transient errors. True if it was applied, False if the counter had moved or been
+        renumbered (numbers of the old numbering are not put back under the new one)."""
         table = self.store.table
         names, values = guard_values(self._numbering)
+        update = (
+            "SET #value = :value REMOVE #numbering" if forget_numbering else "SET #value = :value"
+        )
 
         async def attempt() -> bool:
             try:
@@ -188,7 +196,7 @@ class AtomicCounter(Strategy):
                     "update_item",
                     TableName=table.name,
                     Key=self.store.counter_item_key(self.key),
-                    UpdateExpression="SET #value = :value",
+                    UpdateExpression=update,
                     ConditionExpression="#value = :expected AND #numbering = :numbering",
                     ExpressionAttributeNames={"#value": table.value_attribute, **names},
                     ExpressionAttributeValues={":value": value, ":expected": expected, **values},
