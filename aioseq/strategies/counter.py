@@ -44,8 +44,9 @@ class AtomicCounter(Strategy):
     counter item without a value, with a non-number or a negative one, or one that would pass
     ``max_value``, or one that recorded another numbering than this object's (see
     :mod:`aioseq.numbering`: the first ``ADD`` records it, in the same request); it never fails
-    between well-behaved writers of one numbering. DynamoDB applies writes to one item one at a time, so the numbers are unique
-    (AWS Database Blog, "Implement auto-increment with Amazon DynamoDB").
+    between well-behaved writers of one numbering. DynamoDB applies writes to one item one at a
+    time, so the numbers are unique (AWS Database Blog, "Implement auto-increment with Amazon
+    DynamoDB").
 
     A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
     compare and test types, they cannot test whether a number is whole): the ``ADD`` is
