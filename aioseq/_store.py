@@ -36,8 +36,10 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from aioseq import numbering as _numbering
 from aioseq._values import (
     Item,
+    Numbering,
     check_count,
     check_endpoint_url,
     check_region,
@@ -444,6 +446,21 @@ class DynamoStore:
     gapless_counter = _factory(
         TransactionalCounter, "gapless_counter", replaced_by="transactional_counter"
     )
+
+    # --- numberings -------------------------------------------------------------------------
+
+    async def set_numbering(self, key: str, numbering: Numbering) -> Numbering | None:
+        """Change counter ``key``'s recorded :class:`~aioseq.Numbering` (stride, offset,
+        ``max_value``), moving its value so that the next number is above every number handed
+        out under the old one. Stop the objects of the old numbering first: see
+        :func:`aioseq.numbering.set_numbering`, which this is, for the requests, the risks and
+        the errors.
+
+        Returns:
+            The numbering recorded before, or ``None`` if there was none.
+        """
+        self._check_open()
+        return await _numbering.set_numbering(self, key, numbering)
 
     # --- requests ---------------------------------------------------------------------------
 

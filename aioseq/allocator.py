@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aioseq._coalesce import Coalescer, Waiter
-from aioseq._values import check_count, check_key
+from aioseq._values import Numbering, check_count, check_key
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
+from aioseq.numbering import numbering_for
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
 from aioseq.strategies.counter import AtomicCounter
 
@@ -82,6 +83,12 @@ class BlockAllocator:
       as with Flickr's ticket servers. A single counter item shared by the regions of a global
       table is unsafe: replication resolves concurrent ``ADD``s by last writer wins and
       conditions are checked per region, so two regions can hand out the same block.
+    - **A recorded numbering.** The counter item records the allocator's :attr:`numbering`
+      (``stride``, ``offset`` and ``max_value``) with its first ``ADD``, and every ``ADD``
+      requires it, in the same request: an allocator (or a counter of another strategy) made
+      with another numbering on the same key raises
+      :class:`~aioseq.errors.NumberingMismatch` at its first refill, and takes nothing. See
+      :mod:`aioseq.numbering`; change a numbering with ``DynamoStore.set_numbering``.
 
     Guarantees:
         - unique: always, across processes (the blocks come from ``ADD``).
@@ -159,6 +166,8 @@ class BlockAllocator:
             raise ConfigurationError(f"offset must be an int from 0 to max_value: {offset!r}")
         # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value.
         self._counter = AtomicCounter(store, key, max_value=(max_value - offset) // stride + 1)
+        # The counter item records this allocator's numbering, not its counter's derived one.
+        self._counter._numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
@@ -207,6 +216,8 @@ class BlockAllocator:
             StoreClosed: after :meth:`aclose` (or the store's).
             WrongEventLoop: from an event loop other than the first one used.
             NumberOutOfRange: the number would pass 38 digits.
+            NumberingMismatch: the counter item recorded another numbering (the refill took
+                nothing; every caller of it gets the error).
             RetriesExhausted, StoreError: the refill this call waited for failed (every caller
                 of that refill gets the error; the allocator stays usable).
         """
@@ -473,6 +484,11 @@ class BlockAllocator:
     def counter(self) -> AtomicCounter:
         """The atomic counter that reserves the blocks (its statistics count the retries)."""
         return self._counter
+
+    @property
+    def numbering(self) -> Numbering:
+        """The numbering this allocator records on its counter item and requires there."""
+        return self._counter.numbering
 
     @property
     def block_size(self) -> int:

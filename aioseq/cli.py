@@ -5,8 +5,9 @@
     aioseq [--endpoint-url URL] [--region NAME] [--table NAME] COMMAND ...
 
     create-table                 create the table all strategies use (exit 0 if it exists)
-    next KEY [--strategy S] [--count N] [--concurrency C]
+    next KEY [--strategy S] [--count N] [--concurrency C] [--stride S --offset O]
                                  take N numbers from counter KEY; print each on its own line
+                                 (allocator: numbered O, O+S, O+2S, ...)
     current KEY [--strategy S]   print the counter's current value
     demo [--count N] [--concurrency C] [--instances I]
                                  every strategy, checked, as a table (embedded server if
@@ -93,6 +94,20 @@ def _parser() -> argparse.ArgumentParser:
         help="allocator: the first block's size; it then follows demand (100)",
     )
     take.add_argument(
+        "--stride",
+        type=int,
+        default=1,
+        metavar="S",
+        help="allocator: the step between numbers, recorded on the counter (1)",
+    )
+    take.add_argument(
+        "--offset",
+        type=int,
+        default=1,
+        metavar="O",
+        help="allocator: the first number, recorded on the counter (1)",
+    )
+    take.add_argument(
         "--group",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -155,6 +170,13 @@ async def _create_table(args: argparse.Namespace) -> int:
 
 
 async def _next(args: argparse.Namespace) -> int:
+    if args.strategy != "allocator" and (args.stride, args.offset) != (1, 1):
+        print(
+            "aioseq next: error: --stride and --offset take the allocator only"
+            " (--strategy allocator)",
+            file=sys.stderr,
+        )
+        return 2  # a usage error: nothing was opened, nothing written
     out = sys.stdout
 
     def emit(n: int) -> None:
@@ -171,6 +193,8 @@ async def _next(args: argparse.Namespace) -> int:
             block_size=args.block_size,
             group=args.group,
             on_number=emit,
+            stride=args.stride,
+            offset=args.offset,
         )
     return 0
 

@@ -92,21 +92,30 @@ class CounterValueInvalid(AioseqError):
             value it is, never the value.
     """
 
-    def __init__(self, key: str, attribute: str, found: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        key: str,
+        attribute: str,
+        found: Mapping[str, Any] | None,
+        *,
+        expected: str = "a whole number from 0 to 10**38 - 1 (type N)",
+    ) -> None:
         self.key = key
         self.attribute = attribute
         self.found = found
         super().__init__(
-            f"counter {key!r}: the counter item's attribute {attribute!r} {_describe(found)};"
-            " a counter holds a whole number from 0 to 10**38 - 1 (type N)"
+            f"counter {key!r}: the counter item's attribute {attribute!r}"
+            f" {_describe(found, expected)}; it should hold {expected}"
         )
 
 
-def _describe(found: Mapping[str, Any] | None) -> str:
+def _describe(found: Mapping[str, Any] | None, expected: str) -> str:
     """What kind of value a counter attribute holds, without the value."""
     if not found:
         return "is missing"
     kind = next(iter(found))
+    if not expected.endswith("(type N)"):
+        return f"holds a value of type {kind} that is not one"
     if kind != "N":
         return f"holds a value of type {kind}, not N"
     text = str(found[kind])

@@ -54,6 +54,8 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "check_table": frozenset({"DescribeTable"}),
     # DynamoStore.delete_table(): tests and demos only
     "delete_table": frozenset({"DeleteTable"}),
+    # DynamoStore.set_numbering(): read the counter item, then the conditional update
+    "set_numbering": frozenset({"GetItem", "UpdateItem"}),
 }
 
 #: The features an application uses at run time.
@@ -65,7 +67,7 @@ RUNTIME_FEATURES: tuple[str, ...] = (
     "transactional_counter",
 )
 #: The features that manage the table (deployment, tests).
-ADMIN_FEATURES: tuple[str, ...] = ("create_table", "check_table", "delete_table")
+ADMIN_FEATURES: tuple[str, ...] = ("create_table", "check_table", "delete_table", "set_numbering")
 
 #: The IAM action of each write kind inside ``TransactWriteItems``.
 TRANSACTION_ACTIONS: dict[str, str] = {

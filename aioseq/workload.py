@@ -90,6 +90,8 @@ def make_taker(
     fixed_block_size: bool = False,
     group: bool | None = None,
     payload_prefix: str | None = None,
+    stride: int = 1,
+    offset: int = 1,
 ) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
     item ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
@@ -104,10 +106,19 @@ def make_taker(
     else ``pid<pid>``, so payloads are unique across takers and processes and a checker can
     tell which process stored an item nobody was handed.
 
+    ``stride`` and ``offset``: the allocator's numbering (numbers ``offset + (k - 1) * stride``,
+    recorded on the counter item: see :mod:`aioseq.numbering`); the other strategies number
+    ``stride=1 offset=1`` only.
+
     Raises:
-        ConfigurationError: an unknown strategy, a bad key, or ``group=True`` for a strategy
-            that has no group mode.
+        ConfigurationError: an unknown strategy, a bad key, ``group=True`` for a strategy
+            that has no group mode, or a ``stride`` or ``offset`` other than 1 for a strategy
+            other than the allocator.
     """
+    if strategy != "allocator" and (stride, offset) != (1, 1):
+        raise ConfigurationError(
+            f"only the allocator takes a stride and an offset; {strategy} numbers 1, 2, 3, ..."
+        )
     if group and strategy not in GROUPED_STRATEGIES:
         raise ConfigurationError(
             f"{strategy} has no group mode; those that do: {', '.join(sorted(GROUPED_STRATEGIES))}"
@@ -120,10 +131,16 @@ def make_taker(
     if strategy == "allocator":
         if fixed_block_size:
             allocator = store.block_allocator(
-                key, block_size=block_size, target_refill_interval_secs=None
+                key,
+                block_size=block_size,
+                target_refill_interval_secs=None,
+                stride=stride,
+                offset=offset,
             )
         else:
-            allocator = store.block_allocator(key, block_size=block_size)
+            allocator = store.block_allocator(
+                key, block_size=block_size, stride=stride, offset=offset
+            )
         return Taker(
             allocator.next,
             lambda payload: allocator.next(),
@@ -270,6 +287,8 @@ async def run_workload(
     block_size: int = 100,
     group: bool | None = None,
     on_number: Callable[[int], None] | None = None,
+    stride: int = 1,
+    offset: int = 1,
 ) -> Run:
     """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
 
@@ -284,6 +303,7 @@ async def run_workload(
         count, concurrency, instances: positive ints.
         block_size: the allocator's first block size.
         group: group commit (see :func:`make_taker`).
+        stride, offset: the allocator's numbering (see :func:`make_taker`).
         on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
 
     Raises:
@@ -294,7 +314,9 @@ async def run_workload(
     check_count(concurrency, "concurrency", maximum=100_000)
     check_count(instances, "instances", maximum=10_000)
     takers = [
-        make_taker(store, strategy, key, block_size=block_size, group=group)
+        make_taker(
+            store, strategy, key, block_size=block_size, group=group, stride=stride, offset=offset
+        )
         for _ in range(instances)
     ]
     before = store.requests

@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
-from aioseq._values import check_count, check_key, number, parse_counter
+from aioseq._values import Numbering, check_count, check_key, number, parse_counter
 from aioseq.config import MAX_NUMBER, RECENT_WRITES, GroupCommit
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
+    NumberingMismatch,
     NumberOutOfRange,
     StoreClosed,
     TransactionCanceled,
     ValidationFailed,
 )
+from aioseq.numbering import numbering_for
 from aioseq.observe import WasteEvent, notify
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
 from aioseq.types import CounterStatistics
@@ -137,6 +139,11 @@ class Strategy:
             round trip, O(C**2) requests for C callers), so the default is 1; raise it to
             measure contention. ``None``: no limit.
 
+    The object's :attr:`numbering` is ``stride=1 offset=1`` with its ``max_value``: the
+    strategies hand out the counter's values themselves. Those with a counter item record it
+    there on the first write and refuse a counter item that recorded another
+    (:class:`~aioseq.errors.NumberingMismatch`; see :mod:`aioseq.numbering`).
+
     Raises:
         ConfigurationError: a bad key, ``max_value`` or ``max_in_flight``.
     """
@@ -151,6 +158,7 @@ class Strategy:
     ) -> None:
         self.key = check_key(key)
         self.max_value = check_count(max_value, "max_value")
+        self._numbering = numbering_for(max_value=max_value)
         if max_in_flight is not None:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
@@ -168,6 +176,11 @@ class Strategy:
         # _seen_known is False until the first read and after a failure that returned nothing.
         self._seen: dict[str, Any] | None = None
         self._seen_known = False
+
+    @property
+    def numbering(self) -> Numbering:
+        """The numbering this object records on its counter item and requires there."""
+        return self._numbering
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
@@ -316,12 +329,18 @@ class Strategy:
         return n
 
     def _new_write(self, before: CounterState, n: int) -> CounterWrite:
-        """A conditional write that takes the ``n`` numbers after ``before``, with a fresh token.
+        """A conditional write that takes the ``n`` numbers after ``before``, with a fresh token,
+        and records this object's :attr:`numbering` (its condition requires the numbering
+        ``before`` holds, so a numbering changed since fails it).
 
         Raises:
+            NumberingMismatch: ``before`` recorded another numbering (nothing is sent).
             NumberOutOfRange: they pass :attr:`max_value` (or 38 digits).
         """
-        return CounterWrite(before, self._check_number(before.value + n), new_token())
+        text = self._numbering.encode()
+        if before.numbering is not None and before.numbering != text:
+            raise NumberingMismatch(self.key, Numbering.decode(before.numbering), self._numbering)
+        return CounterWrite(before, self._check_number(before.value + n), new_token(), text)
 
     def _saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""

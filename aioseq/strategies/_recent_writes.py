@@ -36,8 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._values import AttributeValue, Item, number, parse_counter
+from aioseq._values import NUMBERING_ATTRIBUTE, AttributeValue, Item, number, parse_counter
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
+from aioseq.numbering import recorded_text
 
 __all__ = ["CounterState", "CounterWrite", "new_token"]
 
@@ -61,12 +62,15 @@ class CounterState:
             the atomic counter, or by aioseq before 0.2).
         tokens: its ring of :data:`~aioseq.config.RECENT_WRITES` tokens, or ``None`` when it
             has none of that length.
+        numbering: its recorded numbering's text (``aioseq_numbering``, see
+            :mod:`aioseq.numbering`), or ``None`` when it has none.
     """
 
     value: int = 0
     exists: bool = False
     writes: int | None = None
     tokens: tuple[str, ...] | None = None
+    numbering: str | None = None
 
     @classmethod
     def of(
@@ -76,11 +80,12 @@ class CounterState:
 
         Raises:
             CounterValueInvalid: its value, or its ``aioseq_writes``, is not a whole number
-                from 0 to ``10**38 - 1``.
+                from 0 to ``10**38 - 1``; its numbering is unreadable.
         """
         value = parse_counter(item, key, table.value_attribute)
         if not item:
             return cls()
+        numbering = recorded_text(item, key)
         writes = None
         if WRITES_ATTRIBUTE in item:
             writes = parse_counter(item, key, WRITES_ATTRIBUTE)
@@ -88,23 +93,26 @@ class CounterState:
         tokens = None
         if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
             tokens = tuple(str(t["S"]) for t in ring)
-        return cls(value, True, writes, tokens)
+        return cls(value, True, writes, tokens, numbering)
 
 
 @dataclass(frozen=True)
 class CounterWrite:
     """One conditional write that moves a counter item from ``before`` to value ``new`` and
-    records ``token`` in its ring of recent writes.
+    records ``token`` in its ring of recent writes (and ``numbering``, if given, as the counter
+    item's numbering: see :mod:`aioseq.numbering`).
 
     Attributes:
         before: the counter item the write expects (its condition).
         new: the counter's value after the write.
         token: the write's idempotency token (:func:`new_token`).
+        numbering: the numbering text the write records, or ``None`` to leave it alone.
     """
 
     before: CounterState
     new: int
     token: str
+    numbering: str | None = None
 
     @property
     def numbers(self) -> range:
@@ -123,7 +131,9 @@ class CounterWrite:
 
     def condition(self, table: TableSpec) -> dict[str, Any]:
         """``ConditionExpression`` with its names and values: the counter item is exactly as
-        ``before`` (``attribute_not_exists(#pk)`` when it did not exist)."""
+        ``before`` (``attribute_not_exists(#pk)`` when it did not exist), its recorded
+        numbering included (when this write records one), so that a numbering changed since
+        ``before`` was seen fails it too."""
         before = self.before
         if not before.exists:
             return {
@@ -138,6 +148,13 @@ class CounterWrite:
         else:
             condition = "#value = :current AND #writes = :writes"
             values[":writes"] = number(before.writes)
+        if self.numbering is not None:
+            names["#numbering"] = NUMBERING_ATTRIBUTE
+            if before.numbering is None:
+                condition += " AND attribute_not_exists(#numbering)"
+            else:
+                condition += " AND #numbering = :numbering_before"
+                values[":numbering_before"] = {"S": before.numbering}
         return {
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -161,17 +178,25 @@ class CounterWrite:
         else:
             ring = f"#tokens[{self.slot}] = :token"
             values[":token"] = {"S": self.token}
+        if self.numbering is not None:
+            names["#numbering"] = NUMBERING_ATTRIBUTE
+            values[":numbering"] = {"S": self.numbering}
+            ring += ", #numbering = :numbering"
         request["UpdateExpression"] = f"SET #value = :next, #writes = :writes_after, {ring}"
         return request
 
     def after(self, table: TableSpec) -> Item:
-        """The counter item's value, writes and ring after this write (a whole counter item
-        for the ``PutItem`` form, with the key added)."""
-        return {
+        """The counter item's value, writes, ring and numbering after this write (a whole
+        counter item for the ``PutItem`` form, with the key added)."""
+        item: Item = {
             table.value_attribute: number(self.new),
             WRITES_ATTRIBUTE: number((self.before.writes or 0) + 1),
             TOKENS_ATTRIBUTE: self._ring(),
         }
+        numbering = self.numbering if self.numbering is not None else self.before.numbering
+        if numbering is not None:
+            item[NUMBERING_ATTRIBUTE] = {"S": numbering}
+        return item
 
     def applied_in(
         self, found: Mapping[str, AttributeValue] | None, *, key: str, table: TableSpec

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from aioseq._values import check_count, number, parse_counter
+from aioseq._values import NUMBERING_ATTRIBUTE, check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import (
     ConditionFailed,
@@ -14,6 +14,7 @@ from aioseq.errors import (
     CounterValueInvalid,
     NumberOutOfRange,
 )
+from aioseq.numbering import GUARD, check_recorded, guard_values
 from aioseq.strategies._base import Strategy
 
 if TYPE_CHECKING:
@@ -25,25 +26,33 @@ __all__ = ["AtomicCounter"]
 class AtomicCounter(Strategy):
     """Numbers from one ``UpdateItem`` that adds to a counter item.
 
-    The counter item ``{pk: key, sk: 0, value: N}`` is created by the first ``ADD``. Each call
-    sends::
+    The counter item ``{pk: key, sk: 0, value: N, aioseq_numbering: S}`` is created by the
+    first ``ADD``. Each call sends::
 
         UpdateItem  UpdateExpression    ADD #value :n
-                    ConditionExpression attribute_not_exists(#pk)
-                                        OR (attribute_type(#value, :N)
-                                            AND #value BETWEEN :zero AND :limit)
-                    ReturnValues        UPDATED_NEW
+                                        SET #numbering = if_not_exists(#numbering, :numbering)
+                    ConditionExpression (attribute_not_exists(#numbering)
+                                         OR #numbering = :numbering)
+                                        AND (attribute_not_exists(#pk)
+                                             OR (attribute_type(#value, :N)
+                                                 AND #value BETWEEN :zero AND :limit))
+                    ReturnValues        UPDATED_OLD
 
-    (``:limit`` is ``max_value - n``) and the new value ``v`` makes the numbers
-    ``v - n + 1 .. v``. The condition only guards against a counter item without a value, with
-    a non-number or a negative one, or one that would pass ``max_value``; it never fails
-    between well-behaved writers. DynamoDB applies writes to one item one at a time, so the
-    numbers are unique (AWS Database Blog, "Implement auto-increment with Amazon DynamoDB").
+    (``:limit`` is ``max_value - n``) and the value before it, ``u``, makes the numbers
+    ``u + 1 .. u + n`` (``UPDATED_OLD`` also says whether this ``ADD`` recorded the
+    numbering, which a put-back then removes again). The condition only guards against a
+    counter item without a value, with a non-number or a negative one, or one that would pass
+    ``max_value``, or one that recorded another numbering than this object's (see
+    :mod:`aioseq.numbering`: the first ``ADD`` records it, in the same request); it never fails
+    between well-behaved writers of one numbering. DynamoDB applies writes to one item one at a
+    time, so the numbers are unique (AWS Database Blog, "Implement auto-increment with Amazon
+    DynamoDB").
 
     A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
     compare and test types, they cannot test whether a number is whole): the ``ADD`` is
     applied, aioseq sees the fraction it returns, puts the old value back with a conditional
-    ``SET #value = :before IF #value = :after`` (one more write, skipped if another writer got
+    ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering if the ``ADD``
+    recorded it) (one more write, skipped if another writer got
     there first) and raises :class:`~aioseq.errors.CounterValueInvalid`. No number is handed
     out from a fraction.
 
@@ -68,6 +77,9 @@ class AtomicCounter(Strategy):
 
     Raises:
         ConfigurationError: a bad key or ``max_value``.
+
+    The numbering recorded is ``stride=1 offset=1`` with ``max_value`` (when not the default);
+    a :class:`~aioseq.BlockAllocator` records its own through the counter it owns.
     """
 
     def __init__(self, store: DynamoStore, key: str, *, max_value: int = MAX_NUMBER) -> None:
@@ -89,7 +101,10 @@ class AtomicCounter(Strategy):
         Raises:
             ConfigurationError: ``n`` is not a positive ``int`` (nothing is written).
             CounterValueInvalid: the counter item has no value, or a non-number or a negative
-                one (nothing is written), or a fraction (written, then put back: see above).
+                one (nothing is written), or a fraction (written, then put back: see above), or
+                an unreadable numbering (nothing is written).
+            NumberingMismatch: the counter item recorded another numbering than this object's
+                (nothing is written).
             NumberOutOfRange: the counter would pass ``max_value`` (nothing is written).
             RetriesExhausted: throttling or transient errors outlasted the retry policy.
             StoreError: a request failed in a way that is not retried (its subclass says how).
@@ -100,25 +115,31 @@ class AtomicCounter(Strategy):
         if n > self.max_value:
             raise NumberOutOfRange(n, f"{n} numbers do not fit below max_value {self.max_value}")
         table = self.store.table
+        numbering = self._numbering
+        guard_names, guard_values_ = guard_values(numbering)
         params = {
             "TableName": table.name,
             "Key": self.store.counter_item_key(self.key),
-            "UpdateExpression": "ADD #value :n",
+            "UpdateExpression": (
+                "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering)"
+            ),
             "ConditionExpression": (
-                "attribute_not_exists(#pk)"
-                " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit)"
+                f"{GUARD} AND (attribute_not_exists(#pk)"
+                " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit))"
             ),
             "ExpressionAttributeNames": {
                 "#value": table.value_attribute,
                 "#pk": table.partition_key,
+                **guard_names,
             },
             "ExpressionAttributeValues": {
                 ":n": number(n),
                 ":number_type": {"S": "N"},
                 ":zero": number(0),
                 ":limit": number(self.max_value - n),
+                **guard_values_,
             },
-            "ReturnValues": "UPDATED_NEW",
+            "ReturnValues": "UPDATED_OLD",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
@@ -126,6 +147,7 @@ class AtomicCounter(Strategy):
             try:
                 response = await self.store.call("update_item", **params)
             except ConditionFailed as exc:
+                check_recorded(exc.item, self.key, numbering)
                 found = parse_counter(exc.item, self.key, table.value_attribute)
                 raise NumberOutOfRange(
                     found + n, f"{found} + {n} would pass max_value {self.max_value}"
@@ -133,33 +155,42 @@ class AtomicCounter(Strategy):
             attributes: dict[str, Any] | None = response.get("Attributes")
             return attributes
 
-        attributes = await self._retry(attempt)
+        before = await self._retry(attempt)  # the value and numbering before (none: a new item)
         try:
-            high = parse_counter(attributes, self.key, table.value_attribute)
+            high = parse_counter(before, self.key, table.value_attribute) + n
         except CounterValueInvalid as exc:
-            before = await self._put_back(exc.found, n)
-            raise CounterValueInvalid(self.key, table.value_attribute, before) from exc
+            recorded = not before or NUMBERING_ATTRIBUTE not in before
+            await self._put_back(exc.found, n, forget_numbering=recorded)
+            raise
         if high > self.max_value:  # only servers that skip the condition's arithmetic get here
             raise NumberOutOfRange(high, f"{high} is above max_value {self.max_value}")
-        if high < n:
-            raise CounterValueInvalid(self.key, table.value_attribute, {"N": str(high)})
         self._numbers += n
         return range(high - n + 1, high + 1)
 
-    async def _put_back(self, after: Mapping[str, Any] | None, n: int) -> Mapping[str, Any] | None:
-        """Undo an ``ADD n`` that turned out to have added to a fraction (``after`` is the value
-        it returned): ``SET #value = :before IF #value = :after``, skipped if another writer
-        moved the counter since. Returns the value before the ``ADD``."""
-        if not after or "N" not in after:
-            return after
-        before = {"N": str(Decimal(after["N"]) - n)}
-        await self._set_value_if(before, expected=dict(after))
-        return before
+    async def _put_back(
+        self, before: Mapping[str, Any] | None, n: int, *, forget_numbering: bool
+    ) -> None:
+        """Undo an ``ADD n`` that turned out to have added to a fraction (``before`` is the value
+        it returned, ``UPDATED_OLD``): ``SET #value = :before IF #value = :before + n`` (with
+        ``REMOVE #numbering`` if the ``ADD`` recorded it), skipped if another writer moved the
+        counter since."""
+        if not before or "N" not in before:
+            return
+        after = {"N": str(Decimal(before["N"]) + n)}
+        await self._set_value_if(dict(before), expected=after, forget_numbering=forget_numbering)
 
-    async def _set_value_if(self, value: dict[str, str], *, expected: dict[str, str]) -> bool:
-        """``UpdateItem SET #value = :value IF #value = :expected`` on the counter item (1 WCU),
-        retried on transient errors. True if it was applied, False if the counter had moved."""
+    async def _set_value_if(
+        self, value: dict[str, str], *, expected: dict[str, str], forget_numbering: bool = False
+    ) -> bool:
+        """``UpdateItem SET #value = :value IF #value = :expected AND #numbering = :numbering``
+        on the counter item (1 WCU; ``forget_numbering``: ``REMOVE #numbering`` too), retried
+        on transient errors. True if it was applied, False if the counter had moved or been
+        renumbered (numbers of the old numbering are not put back under the new one)."""
         table = self.store.table
+        names, values = guard_values(self._numbering)
+        update = (
+            "SET #value = :value REMOVE #numbering" if forget_numbering else "SET #value = :value"
+        )
 
         async def attempt() -> bool:
             try:
@@ -167,10 +198,10 @@ class AtomicCounter(Strategy):
                     "update_item",
                     TableName=table.name,
                     Key=self.store.counter_item_key(self.key),
-                    UpdateExpression="SET #value = :value",
-                    ConditionExpression="#value = :expected",
-                    ExpressionAttributeNames={"#value": table.value_attribute},
-                    ExpressionAttributeValues={":value": value, ":expected": expected},
+                    UpdateExpression=update,
+                    ConditionExpression="#value = :expected AND #numbering = :numbering",
+                    ExpressionAttributeNames={"#value": table.value_attribute, **names},
+                    ExpressionAttributeValues={":value": value, ":expected": expected, **values},
                 )
             except ConditionFailed:
                 return False
@@ -189,7 +220,7 @@ class AtomicCounter(Strategy):
 
         Returns:
             True if they were given back (the next ``ADD`` hands them out again), False if the
-            counter has moved on (they stay unused).
+            counter has moved on, or its numbering changed (they stay unused).
 
         Raises:
             ConfigurationError: a bad range. RetriesExhausted, StoreError, StoreClosed.

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from checks import record_requests
 
-from aioseq import ConfigurationError, DynamoStore, TableSpec, iam
+from aioseq import ConfigurationError, DynamoStore, Numbering, TableSpec, iam
 from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -129,6 +129,10 @@ async def test_every_request_is_within_the_documented_policy(
         for strategy in STRATEGIES:
             await run_workload(store, strategy, f"cli-{strategy}", count=5, concurrency=2)
             await make_taker(store, strategy, f"cli-{strategy}").current()
+
+    with record.feature("set_numbering"):
+        await store.set_numbering("renumbered", Numbering(3, 2))  # a new counter
+        await store.set_numbering("orders", Numbering(3, 2))  # one in use
 
     with record.feature("delete_table"):
         await store.delete_table()

@@ -1,0 +1,240 @@
+"""A counter's numbering, recorded on its counter item and checked by every write to it.
+
+Two deployments that use one counter key with different numberings (one allocator with
+``stride=3, offset=2``, another with ``stride=1``) would hand out overlapping numbers without a
+word. So the counter item remembers the :class:`~aioseq.Numbering` its values are handed out
+under, in the attribute ``aioseq_numbering`` (type S, :meth:`Numbering.encode`'s text, such as
+``"stride=3 offset=2"``), and every object that writes it checks it in the same request:
+
+- **What is recorded.** The numbering of the object that writes the counter item: a
+  :class:`~aioseq.BlockAllocator` records its ``stride``, ``offset`` and ``max_value`` (not the
+  derived limit of the atomic counter under it); :class:`~aioseq.AtomicCounter`,
+  :class:`~aioseq.OptimisticCounter` and :class:`~aioseq.TransactionalCounter` hand out the
+  counter's values themselves, so they record ``stride=1 offset=1`` and their ``max_value``.
+  A ``max_value`` of ``10**38 - 1`` (the default: no limit of the counter's own) is recorded as
+  none (:func:`numbering_for`).
+- **When.** By the first write of the counter item, in that write: the atomic counter's ``ADD``
+  sets ``aioseq_numbering = if_not_exists(aioseq_numbering, :numbering)``, the conditional
+  writes of the optimistic and transactional strategies ``SET`` it. No extra request, ever.
+- **The check.** The write's condition also requires ``attribute_not_exists(aioseq_numbering)
+  OR aioseq_numbering = :numbering`` (string equality). When it fails, the counter item comes
+  back (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and a stored numbering other than the
+  object's raises :class:`~aioseq.errors.NumberingMismatch`: nothing was written, no number
+  taken. The optimistic and transactional strategies also check the counter item they last saw
+  before they send a write, so a mismatch they know of costs no request.
+- **Equal means equal.** Two numberings match only if all three fields are the same,
+  ``max_value`` included. A rule such as "a lower ``max_value`` is fine" would be safe against
+  overlaps, but it would make the answer depend on which deployment wrote first (the one with
+  the lower limit first: the other is refused; the other first: both run); whole equality is
+  symmetric, and it is one string comparison in the condition. Change a limit explicitly.
+- **Counter items written before** ``aioseq_numbering`` **existed** have none: the first write
+  of an object of this version records its own numbering (any numbering is accepted then, as
+  nothing tells which one the older writers used). :func:`set_numbering` assumes such a
+  counter was numbered ``stride=1 offset=1`` (its values were its numbers).
+- **Changing a numbering** is an explicit operation, :func:`set_numbering`
+  (``DynamoStore.set_numbering``).
+
+The sort-key strategy has no counter item, so nothing to record it on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aioseq._retry import is_transient, retry
+from aioseq._values import (
+    MAX_NUMBER,
+    NUMBERING_ATTRIBUTE,
+    AttributeValue,
+    Numbering,
+    check_key,
+    number,
+    parse_counter,
+)
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    CounterValueInvalid,
+    NumberingMismatch,
+)
+
+if TYPE_CHECKING:
+    from aioseq._store import DynamoStore
+
+__all__ = [
+    "GUARD",
+    "check_recorded",
+    "guard_values",
+    "numbering_for",
+    "recorded_text",
+    "renumbered_value",
+    "set_numbering",
+]
+
+#: The condition every write of a counter item adds (``AND``) to its own: no numbering
+#: recorded yet, or the writer's. ``#numbering`` and ``:numbering`` come from
+#: :func:`guard_values`.
+GUARD = "(attribute_not_exists(#numbering) OR #numbering = :numbering)"
+
+
+def numbering_for(*, stride: int = 1, offset: int = 1, max_value: int = MAX_NUMBER) -> Numbering:
+    """The numbering an object records: ``max_value`` ``10**38 - 1`` (no limit of the
+    counter's own) is recorded as none, so the default reads ``stride=1 offset=1``.
+
+    Raises:
+        ConfigurationError: a value out of :class:`~aioseq.Numbering`'s ranges.
+    """
+    return Numbering(stride, offset, None if max_value == MAX_NUMBER else max_value)
+
+
+def guard_values(numbering: Numbering) -> tuple[dict[str, str], dict[str, AttributeValue]]:
+    """The ``ExpressionAttributeNames`` and ``ExpressionAttributeValues`` :data:`GUARD` (and a
+    ``SET #numbering = :numbering``) uses, for ``numbering``."""
+    return {"#numbering": NUMBERING_ATTRIBUTE}, {":numbering": {"S": numbering.encode()}}
+
+
+def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | None:
+    """The numbering text the counter item ``item`` holds (as :meth:`Numbering.encode` writes
+    it), or ``None`` when there is no counter item or it has none recorded.
+
+    Raises:
+        CounterValueInvalid: the attribute is not a string, or not a numbering in the form
+            :meth:`Numbering.encode` writes (``"stride=3 offset=2"``, nothing else: the
+            condition compares strings, so another spelling of the same numbering would not
+            match it).
+    """
+    if not item or NUMBERING_ATTRIBUTE not in item:
+        return None
+    found = item[NUMBERING_ATTRIBUTE]
+    text = found.get("S") if isinstance(found, Mapping) and set(found) == {"S"} else None
+    if isinstance(text, str):
+        try:
+            if Numbering.decode(text).encode() == text:
+                return text
+        except ConfigurationError:
+            pass
+    raise CounterValueInvalid(
+        key, NUMBERING_ATTRIBUTE, found, expected="a numbering such as 'stride=3 offset=2' (S)"
+    )
+
+
+def check_recorded(
+    item: Mapping[str, AttributeValue] | None, key: str, requested: Numbering
+) -> None:
+    """Refuse a counter item whose recorded numbering is not ``requested`` (none recorded
+    passes: the next write records it).
+
+    Raises:
+        NumberingMismatch: another numbering is recorded.
+        CounterValueInvalid: the recorded numbering is unreadable (see :func:`recorded_text`).
+    """
+    text = recorded_text(item, key)
+    if text is not None and text != requested.encode():
+        raise NumberingMismatch(key, Numbering.decode(text), requested)
+
+
+def renumbered_value(value: int, old: Numbering, new: Numbering) -> int:
+    """The counter value under ``new`` whose next number is the first one above every number
+    ``old`` handed out up to counter value ``value`` (0: none handed out, and 0 stays 0).
+
+    >>> renumbered_value(5, Numbering(3, 2), Numbering())  # 2 5 8 11 14, then 15
+    14
+    >>> renumbered_value(14, Numbering(), Numbering(3, 2))  # 1 .. 14, then 17
+    5
+    """
+    if value <= 0:
+        return 0
+    last = old.number(value)
+    if last < new.offset:
+        return 0
+    return (last - new.offset) // new.stride + 1
+
+
+async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> Numbering | None:
+    """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
+    that the next number it hands out is above every number handed out under the old one.
+
+    Two requests: a strongly consistent ``GetItem`` of the counter item, then::
+
+        UpdateItem  SET #numbering = :new, #value = :renumbered
+                    IF  #value = :value AND #numbering = :old
+                        (attribute_not_exists(#numbering) for an item without one;
+                         attribute_not_exists(#pk) when there is no counter item yet)
+
+    with ``:renumbered`` from :func:`renumbered_value` (a counter without a recorded numbering
+    counts as numbered ``stride=1 offset=1``). A writer that moved the counter in between fails
+    the condition and the two requests are made again, under the store's retry policy. With no
+    counter item yet, it is created at value 0 with ``numbering``, so the numbering is fixed
+    before the first number is taken. Setting the numbering a counter has changes nothing.
+
+    What it risks: objects already running under the old numbering. Their next write to the
+    counter item is refused (:class:`~aioseq.errors.NumberingMismatch`), but a
+    :class:`~aioseq.BlockAllocator` keeps handing out the numbers of the blocks it holds from
+    memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
+    the old numbering first, change it, then start the new ones; an allocator's give-back is
+    refused once the numbering has changed, so its tail stays unused.
+
+    Parameters:
+        store: the store whose table holds the counter.
+        key: the counter key.
+        numbering: the new numbering.
+
+    Returns:
+        The numbering recorded before, or ``None`` when there was none (no counter item, or
+        one written before numberings were recorded).
+
+    Raises:
+        ConfigurationError: a bad key, or ``numbering`` is not a :class:`~aioseq.Numbering`.
+        CounterValueInvalid: the counter item's value or numbering is unreadable.
+        RetriesExhausted: writers kept moving the counter, or transient errors, beyond the
+            retry policy.
+        StoreError, StoreClosed.
+    """
+    check_key(key)
+    if not isinstance(numbering, Numbering):
+        raise ConfigurationError(f"numbering must be a Numbering, not {type(numbering).__name__}")
+    table = store.table
+    counter_key = store.counter_item_key(key)
+
+    async def attempt() -> Numbering | None:
+        response = await store.call(
+            "get_item", TableName=table.name, Key=counter_key, ConsistentRead=True
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        old_text = recorded_text(item, key)
+        value = parse_counter(item, key, table.value_attribute)
+        old = Numbering.decode(old_text) if old_text is not None else Numbering()
+        names = {"#numbering": NUMBERING_ATTRIBUTE, "#value": table.value_attribute}
+        values = {
+            ":new": {"S": numbering.encode()},
+            ":renumbered": number(renumbered_value(value, old, numbering)),
+        }
+        if not item:
+            condition = "attribute_not_exists(#pk)"
+            names["#pk"] = table.partition_key
+        else:
+            values[":value"] = number(value)
+            if old_text is None:
+                condition = "#value = :value AND attribute_not_exists(#numbering)"
+            else:
+                condition = "#value = :value AND #numbering = :old"
+                values[":old"] = {"S": old_text}
+        await store.call(
+            "update_item",
+            TableName=table.name,
+            Key=counter_key,
+            UpdateExpression="SET #numbering = :new, #value = :renumbered",
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        return old if old_text is not None else None
+
+    return await retry(
+        attempt,
+        policy=store.retry_policy,
+        retry_if=lambda exc: is_transient(exc) or isinstance(exc, ConditionFailed),
+        observer=store.observer,
+        counter_key=key,
+    )
