@@ -1,8 +1,9 @@
-"""The bad-input catalogue (docs/configuration.md, "Bad input"): each bad input gets a clear, typed aioseq error
-and nothing is written. Inputs aioseq can judge alone are refused before any request (the
-``idle_store`` fixture checks that none was sent); inputs only the table can reveal (a counter
-item that holds no counter, a number past ``max_value``, a wrong key schema) are refused by a
-condition or by DynamoDB, and the table is checked to hold what it held before.
+"""The bad-input catalogue (docs/configuration.md, "Bad input"): each bad input gets a clear,
+typed aioseq error and nothing is written. Inputs aioseq can judge alone are refused before any
+request (the ``idle_store`` fixture checks that none was sent); inputs only the table can
+reveal (a counter item that holds no counter, a number past ``max_value``, a wrong key schema)
+are refused by a condition or by DynamoDB, and the table is checked to hold what it held
+before.
 """
 
 from __future__ import annotations
