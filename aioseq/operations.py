@@ -240,6 +240,12 @@ def _whole(found: AttributeValue | None) -> int | None:
 
 # --- requests ---------------------------------------------------------------------------------
 
+#: The condition that the counter item's value is a Number from 0 up (a fraction passes: no
+#: expression tells whole numbers apart; it is refused when read), with its values. A counter
+#: item that fails it is left as it is, and the refusal's ``ALL_OLD`` tells what it holds.
+_VALID = "attribute_type(#value, :number_type) AND #value >= :zero"
+_VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type": {"S": "N"}}
+
 
 async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
     """One ``UpdateItem`` of counter ``key``'s counter item, retried under the store's policy
@@ -282,7 +288,7 @@ async def set_counter(
         IF  attribute_not_exists(#pk)
             OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value])
 
-    (the last clause unless ``allow_backward``), with ``ReturnValues=UPDATED_OLD`` for the
+    (the last clause unless ``allow_backward``), with ``ReturnValues=ALL_OLD`` for the
     previous value and ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a refusal learns the
     current value without a second read. Transient errors are retried under the store's
     :class:`~aioseq.RetryPolicy`; the write sets a fixed value, so a resend is harmless (after
@@ -310,7 +316,7 @@ async def set_counter(
     check_key(key)
     check_value(value)
     spec = store.table
-    valid = "attribute_type(#value, :number_type) AND #value >= :zero"
+    valid = _VALID
     if not allow_backward:
         valid += " AND #value <= :value"
     try:
@@ -327,10 +333,9 @@ async def set_counter(
             ExpressionAttributeValues={
                 ":value": number(value),
                 ":now": {"S": _now()},
-                ":zero": {"N": "0"},
-                ":number_type": {"S": "N"},
+                **_VALID_VALUES,
             },
-            ReturnValues="UPDATED_OLD",
+            ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
     except ConditionFailed as exc:
         current = parse_counter(exc.item, key, spec.value_attribute)  # invalid: raises
@@ -350,7 +355,8 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     refused condition costs the same)::
 
         SET #value = :value, aioseq_updated_at = :now
-        IF  attribute_not_exists(#pk) OR #value < :value
+        IF  attribute_not_exists(#pk)
+            OR (attribute_type(#value, N) AND #value >= 0 AND #value < :value)
 
     with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: when the counter is already at or
     above ``value``, the refusal returns its value, with no second read. Transient errors are
@@ -378,13 +384,17 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
             store,
             key,
             UpdateExpression="SET #value = :value, #updated = :now",
-            ConditionExpression="attribute_not_exists(#pk) OR #value < :value",
+            ConditionExpression=f"attribute_not_exists(#pk) OR ({_VALID} AND #value < :value)",
             ExpressionAttributeNames={
                 "#pk": spec.partition_key,
                 "#value": spec.value_attribute,
                 "#updated": UPDATED_AT_ATTRIBUTE,
             },
-            ExpressionAttributeValues={":value": number(value), ":now": {"S": _now()}},
+            ExpressionAttributeValues={
+                ":value": number(value),
+                ":now": {"S": _now()},
+                **_VALID_VALUES,
+            },
         )
     except ConditionFailed as exc:
         if exc.item is None:  # a server that does not return ALL_OLD
