@@ -56,6 +56,9 @@ from aioseq.formatting import zero_pad as zero_pad
 from aioseq.observe import Observer as Observer
 from aioseq.observe import StatisticsObserver as StatisticsObserver
 
+# operating counters
+from aioseq.operations import CounterInfo as CounterInfo
+
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
 from aioseq.strategies import OptimisticCounter as OptimisticCounter
@@ -82,6 +85,7 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterInfo",
     "CounterNotFound",
     "CounterStatistics",
     "CounterValueInvalid",

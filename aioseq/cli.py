@@ -13,9 +13,26 @@
                                  every strategy, checked, as a table (embedded server if
                                  no endpoint is configured)
 
+Operating counters (issue #16; see docs/operations.md)::
+
+    set KEY VALUE [--allow-backward]
+                                 set the counter's value (the last number handed out);
+                                 prints nothing on stdout, what it did on stderr; moving
+                                 back is refused (exit 1) without --allow-backward
+    list [--json]                every counter item: key, value, numbering, last update,
+                                 tab-separated, sorted by key (--json: one object a line)
+    describe KEY [--json]        one counter, as a line of ``list``
+    start-after KEY --table T --attribute A [--segments N]
+                                 raise counter KEY past the highest A in table T (a
+                                 parallel Scan; progress on stderr); prints its value. The
+                                 counter table is the --table given before the command.
+    iam-policy (--runtime | --admin) [--table-arn ARN ...] [--account ID]
+                                 print the IAM policy JSON; no request is sent
+
 This is a public contract that scripts rely on: ``next`` prints only numbers on stdout, one per
-line, as they are taken; errors go to stderr as one line, with exit status 1 (2 for usage), and
-a traceback only with ``-v``.
+line, as they are taken (``set``, ``list``, ``describe``, ``start-after`` and ``iam-policy``
+print only their results there too); errors go to stderr as one line, with exit status 1 (2
+for usage), and a traceback only with ``-v``.
 Options may be given before or after the command.
 """
 
@@ -24,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import sys
 import traceback
@@ -32,7 +50,8 @@ from collections.abc import Sequence
 from aioseq import __version__
 from aioseq._store import DynamoStore
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
-from aioseq.errors import CounterNotFound
+from aioseq.errors import ConfigurationError, CounterNotFound
+from aioseq.operations import ScanProgress, counter_line, counter_record
 from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 __all__ = ["main"]
@@ -151,7 +170,80 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the counters and items the demo wrote (default: deleted after each row)",
     )
+    _add_operations(commands, common)
     return parser
+
+
+def _add_operations(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """The subcommands that operate counters (issue #16)."""
+    setter = commands.add_parser(
+        "set",
+        parents=[common],
+        help="set a counter's value (the last number handed out); refuses to move it back",
+    )
+    setter.add_argument("key", metavar="KEY", help="the counter key")
+    setter.add_argument("value", metavar="VALUE", help="a whole number from 0 to 10**38 - 1")
+    setter.add_argument(
+        "--allow-backward",
+        action="store_true",
+        help="also move it back: the numbers between are handed out again",
+    )
+
+    lister = commands.add_parser(
+        "list", parents=[common], help="every counter: key, value, numbering, last update"
+    )
+    lister.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    describe = commands.add_parser("describe", parents=[common], help="one counter, as in list")
+    describe.add_argument("key", metavar="KEY", help="the counter key")
+    describe.add_argument("--json", action="store_true", help="a JSON object")
+
+    # ``--table`` here names the table to scan; the counter table is the --table given before
+    # the command. So this command's parent is the common options without theirs (argparse's
+    # conflict_handler="resolve" would strip ``--table`` from the shared action itself).
+    scanning = argparse.ArgumentParser(add_help=False)
+    for action in common._actions:
+        if "--table" not in action.option_strings:
+            scanning._add_action(action)
+    start = commands.add_parser(
+        "start-after",
+        parents=[scanning],
+        help="raise a counter past the highest number already in a table (a parallel Scan)",
+    )
+    start.add_argument("key", metavar="KEY", help="the counter key")
+    start.add_argument(
+        "--table",
+        dest="source_table",
+        required=True,
+        metavar="T",
+        help="the table to scan (the counter table: --table before the command)",
+    )
+    start.add_argument(
+        "--attribute", required=True, metavar="A", help="the numeric attribute (or sort key)"
+    )
+    start.add_argument(
+        "--segments", type=int, default=4, metavar="N", help="parallel Scan segments (4)"
+    )
+
+    policy = commands.add_parser(
+        "iam-policy", parents=[common], help="print the IAM policy aioseq needs (JSON)"
+    )
+    which = policy.add_mutually_exclusive_group(required=True)
+    which.add_argument("--runtime", action="store_true", help="what applications need")
+    which.add_argument(
+        "--admin", action="store_true", help="what operators need: table, set, list, describe"
+    )
+    policy.add_argument(
+        "--table-arn",
+        action="append",
+        metavar="ARN",
+        help="a table's ARN (repeatable; default: the --table with --region and --account,"
+        " REGION and ACCOUNT where not given)",
+    )
+    policy.add_argument("--account", metavar="ID", help="the 12-digit AWS account id")
 
 
 async def _open(args: argparse.Namespace, endpoint_url: str | None = None) -> DynamoStore:
@@ -252,7 +344,105 @@ async def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"create-table": _create_table, "next": _next, "current": _current, "demo": _demo}
+def _parse_value(text: str) -> int:
+    """A VALUE argument: decimal digits only (no sign, no fraction, no exponent).
+
+    Raises:
+        ConfigurationError: anything else; the library refuses values above 10**38 - 1.
+    """
+    if not (text.isascii() and text.isdigit()):
+        raise ConfigurationError(f"VALUE must be a whole number from 0 to 10**38 - 1: {text!r}")
+    return int(text)
+
+
+async def _set(args: argparse.Namespace) -> int:
+    value = _parse_value(args.value)
+    async with await _open(args) as store:
+        previous = await store.set_counter(args.key, value, allow_backward=args.allow_backward)
+    print(f"counter {args.key!r} set to {value} (was {previous})", file=sys.stderr)
+    return 0
+
+
+async def _list(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        counters = [info async for info in store.list_counters()]
+    for info in sorted(counters, key=lambda info: info.key):
+        print(json.dumps(counter_record(info)) if args.json else counter_line(info))
+    return 0
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        info = await store.describe_counter(args.key)
+    print(json.dumps(counter_record(info)) if args.json else counter_line(info))
+    return 0
+
+
+async def _start_after(args: argparse.Namespace) -> int:
+    err = sys.stderr
+    live = err.isatty()
+    last: list[ScanProgress] = []
+
+    def show(progress: ScanProgress) -> None:
+        last[:] = [progress]
+        if live:
+            err.write(f"\r{_progress_text(progress)}")
+            err.flush()
+
+    async with await _open(args) as store:
+        value = await store.start_after_maximum(
+            args.key,
+            table=args.source_table,
+            attribute=args.attribute,
+            segments=args.segments,
+            progress=show,
+        )
+    if last:
+        err.write(("\r" if live else "") + _progress_text(last[0]) + "\n")
+    print(f"counter {args.key!r} is at {value}", file=err)
+    print(value)
+    return 0
+
+
+def _progress_text(progress: ScanProgress) -> str:
+    return (
+        f"scanned {progress.items:,} items in {progress.pages:,} pages,"
+        f" {progress.segments_done}/{progress.segments} segments done;"
+        f" highest so far {progress.maximum}"
+    )
+
+
+async def _iam_policy(args: argparse.Namespace) -> int:
+    from aioseq import iam
+
+    arns = args.table_arn
+    if not arns:
+        table = getattr(args, "table", DEFAULT_TABLE_NAME)
+        region = getattr(args, "region", None) or "REGION"
+        account = args.account or "ACCOUNT"
+        if args.account:
+            arns = [iam.table_arn(table, region=region, account=account)]
+        else:
+            arns = [f"arn:aws:dynamodb:{region}:{account}:table/{table}"]
+    if args.runtime:
+        document = iam.policy(arns)
+    else:
+        document = iam.policy(arns, features=(), admin_features=iam.ADMIN_FEATURES)
+    print(json.dumps(document, indent=2))
+    return 0
+
+
+_COMMANDS = {
+    "create-table": _create_table,
+    "next": _next,
+    "current": _current,
+    "demo": _demo,
+    "set": _set,
+    "list": _list,
+    "describe": _describe,
+    "start-after": _start_after,
+    "iam-policy": _iam_policy,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,19 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "delete_table": frozenset({"DeleteTable"}),
     # DynamoStore.set_numbering(): read the counter item, then the conditional update
     "set_numbering": frozenset({"GetItem", "UpdateItem"}),
+    # DynamoStore.ensure_at_least(): one conditional UpdateItem, run by every deployment at
+    # start-up, so a runtime feature (UpdateItem is in the runtime policy already)
+    "ensure_at_least": frozenset({"UpdateItem"}),
+    # DynamoStore.set_counter() / aioseq set: one conditional UpdateItem. An operator's tool;
+    # IAM cannot tell it from the strategies' UpdateItem, so a runtime role can do it too.
+    "set_counter": frozenset({"UpdateItem"}),
+    # DynamoStore.list_counters() / aioseq list: a paginated Scan of the counter table
+    "list_counters": frozenset({"Scan"}),
+    # DynamoStore.describe_counter() / aioseq describe: one GetItem
+    "describe_counter": frozenset({"GetItem"}),
+    # DynamoStore.start_after_maximum() / aioseq start-after: a parallel Scan of the table
+    # that holds the ids (give its ARN too), the counter item's GetItem and UpdateItem
+    "start_after_maximum": frozenset({"Scan", "GetItem", "UpdateItem"}),
 }
 
 #: The features an application uses at run time.
@@ -65,9 +78,19 @@ RUNTIME_FEATURES: tuple[str, ...] = (
     "optimistic_counter",
     "sort_key_counter",
     "transactional_counter",
+    "ensure_at_least",
 )
-#: The features that manage the table (deployment, tests).
-ADMIN_FEATURES: tuple[str, ...] = ("create_table", "check_table", "delete_table", "set_numbering")
+#: The features that manage the table and operate counters (deployment, operators, tests).
+ADMIN_FEATURES: tuple[str, ...] = (
+    "create_table",
+    "check_table",
+    "delete_table",
+    "set_counter",
+    "list_counters",
+    "describe_counter",
+    "start_after_maximum",
+    "set_numbering",
+)
 
 #: The IAM action of each write kind inside ``TransactWriteItems``.
 TRANSACTION_ACTIONS: dict[str, str] = {
@@ -84,6 +107,7 @@ OPERATION_ACTIONS: dict[str, frozenset[str]] = {
     "PutItem": frozenset({"dynamodb:PutItem"}),
     "UpdateItem": frozenset({"dynamodb:UpdateItem"}),
     "Query": frozenset({"dynamodb:Query"}),
+    "Scan": frozenset({"dynamodb:Scan"}),
     "TransactWriteItems": frozenset({TRANSACTION_ACTIONS["Put"], TRANSACTION_ACTIONS["Update"]}),
     "CreateTable": frozenset({"dynamodb:CreateTable"}),
     "DescribeTable": frozenset({"dynamodb:DescribeTable"}),

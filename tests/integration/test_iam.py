@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 from checks import record_requests
 
-from aioseq import ConfigurationError, DynamoStore, Numbering, TableSpec, iam
+from aioseq import (
+    ConfigurationError,
+    CounterNotFound,
+    CounterWouldMoveBack,
+    DynamoStore,
+    Numbering,
+    TableSpec,
+    iam,
+)
 from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -124,6 +132,24 @@ async def test_every_request_is_within_the_documented_policy(
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()
+
+    # Operating counters (issue #16): every path of each, refusals included.
+    with record.feature("ensure_at_least"):
+        assert await store.ensure_at_least("orders", 100) == 100
+        assert await store.ensure_at_least("orders", 50) == 100  # refused: ALL_OLD, no read
+    with record.feature("set_counter"):
+        await store.set_counter("orders", 200)
+        with pytest.raises(CounterWouldMoveBack):
+            await store.set_counter("orders", 10)
+        await store.set_counter("orders", 10, allow_backward=True)
+    with record.feature("list_counters"):
+        assert "orders" in [info.key async for info in store.list_counters()]
+    with record.feature("describe_counter"):
+        await store.describe_counter("orders")
+        with pytest.raises(CounterNotFound):
+            await store.describe_counter("never-used")
+    with record.feature("start_after_maximum"):  # scans the items' table, moves "orders"
+        await store.start_after_maximum("orders", table=item_table, attribute="sk", segments=2)
 
     with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
         for strategy in STRATEGIES:

@@ -1,0 +1,622 @@
+"""Operating counters like a SQL sequence (issue #16): set, raise, inspect and list them.
+
+PostgreSQL has ``setval``, ``ALTER SEQUENCE ... RESTART`` and ``\\ds``; aioseq has these
+functions, each taking the :class:`~aioseq.DynamoStore` whose table holds the counter items
+(the store's methods of the same names delegate here). Every request goes through
+``store.call`` (counted, errors translated) under the store's retry policy.
+
+They act on counter items, ``{pk: <key>, sk: 0, value: N, ...}``: the counters of the atomic,
+allocator, optimistic and transactional strategies. A sort-key counter has no counter item (its
+value is the highest sort key of its collection), so these functions do not apply to it.
+
+A counter's *value* is its counter item's ``value``: with the default numbering, the last number
+handed out (``set_counter(store, "k", 1000)``, then ``next()`` gives 1001). With a
+:class:`~aioseq.Numbering`, value ``v`` is the ``v``-th number, ``offset + (v - 1) * stride``.
+
+Operator writes (:func:`set_counter`, :func:`ensure_at_least`) also record when they moved a
+counter, in ``aioseq_updated_at`` (ISO-8601, UTC), which :func:`list_counters` and
+:func:`describe_counter` show. The strategies' own writes do not: ``next()`` is the hot path,
+its write stays as small as it is (one attribute fewer to send and store per number), and a
+counter moved only by ``next()`` shows no last update. The time is the clock of the process
+that wrote it.
+
+Moving a counter does not break the resolution of lost answers of the optimistic and
+transactional strategies (:mod:`aioseq.strategies._recent_writes`): that resolution reads only
+``aioseq_writes`` and the ring ``aioseq_tokens``, which these functions never touch. A write
+whose answer was lost either left its token (applied) or did not (not applied), whatever the
+value became since; a pending conditional write that expects the old value fails its
+condition and is tried again from the new value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from aioseq._retry import retry
+from aioseq._values import (
+    MAX_NUMBER,
+    NUMBERING_ATTRIBUTE,
+    UPDATED_AT_ATTRIBUTE,
+    AttributeValue,
+    Numbering,
+    check_attribute_name,
+    check_count,
+    check_key,
+    check_table_name,
+    number,
+    parse_counter,
+)
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    CounterNotFound,
+    CounterWouldMoveBack,
+)
+
+if TYPE_CHECKING:
+    from aioseq._store import DynamoStore
+
+__all__ = [
+    "CounterInfo",
+    "ScanProgress",
+    "check_value",
+    "counter_info",
+    "counter_line",
+    "counter_record",
+    "describe_counter",
+    "ensure_at_least",
+    "list_counters",
+    "scan_maximum",
+    "set_counter",
+    "start_after_maximum",
+    "value_for_maximum",
+]
+
+#: The most segments :func:`scan_maximum` scans in parallel (DynamoDB allows 1,000,000; more
+#: than a few dozen only adds requests in flight on one client).
+MAX_SEGMENTS = 64
+
+
+@dataclass(frozen=True)
+class CounterInfo:
+    """One counter as its counter item holds it.
+
+    Attributes:
+        key: the counter key (the counter item's partition key value).
+        value: the counter's value, a whole number from 0 to ``10**38 - 1`` (with the default
+            numbering, the last number handed out).
+        numbering: the :class:`~aioseq.Numbering` recorded in ``aioseq_numbering``, or
+            ``None`` when the counter item has none (the default numbering, or a counter made
+            before numberings were recorded).
+        updated_at: when :func:`set_counter` or :func:`ensure_at_least` last moved it
+            (``aioseq_updated_at``, timezone-aware UTC), or ``None`` when they never did.
+    """
+
+    key: str
+    value: int
+    numbering: Numbering | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """How far :func:`scan_maximum` has got, reported after each page.
+
+    Attributes:
+        segments_done: segments scanned to their end.
+        segments: segments in all (``TotalSegments``).
+        pages: pages read so far, all segments together.
+        items: items read so far.
+        maximum: the highest value found so far (0 if none).
+    """
+
+    segments_done: int
+    segments: int
+    pages: int
+    items: int
+    maximum: int
+
+
+Progress = Callable[[ScanProgress], None]
+
+
+# --- pure helpers: argument checks and formatting ---------------------------------------------
+
+
+def check_value(value: object, what: str = "value") -> int:
+    """A counter value: an ``int`` (not ``bool``) from 0 to ``10**38 - 1``.
+
+    Raises:
+        ConfigurationError: anything else (a float, a str, a negative or too large int).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= MAX_NUMBER:
+        raise ConfigurationError(f"{what} must be an int from 0 to 10**38 - 1, not {value}")
+    return value
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _parse_time(found: AttributeValue | None) -> datetime | None:
+    """``aioseq_updated_at`` as a timezone-aware datetime; ``None`` if missing or not ours."""
+    text = found.get("S") if found else None
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def _parse_numbering(found: AttributeValue | None) -> Numbering | None:
+    text = found.get("S") if found else None
+    return None if text is None else Numbering.decode(text)
+
+
+def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str) -> CounterInfo:
+    """The :class:`CounterInfo` of a counter item (AttributeValues).
+
+    Raises:
+        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``.
+        ConfigurationError: its ``aioseq_numbering`` is not one aioseq wrote.
+    """
+    return CounterInfo(
+        key=key,
+        value=parse_counter(item, key, attribute),
+        numbering=_parse_numbering(item.get(NUMBERING_ATTRIBUTE)),
+        updated_at=_parse_time(item.get(UPDATED_AT_ATTRIBUTE)),
+    )
+
+
+def _escape(text: str) -> str:
+    """``text`` on one line, its fields kept apart: backslash, tab, CR and LF escaped."""
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def counter_line(info: CounterInfo) -> str:
+    """One line of ``aioseq list`` / ``aioseq describe``: key, value, numbering, last update,
+    separated by tabs; ``-`` for a missing field; the key with backslash, tab, CR and LF
+    escaped (``--json`` gives keys as they are)::
+
+        k1	11	-	2025-01-31T12:00:00.000000+00:00
+    """
+    numbering = info.numbering.encode() if info.numbering is not None else "-"
+    updated = info.updated_at.isoformat(timespec="microseconds") if info.updated_at else "-"
+    return f"{_escape(info.key)}\t{info.value}\t{numbering}\t{updated}"
+
+
+def counter_record(info: CounterInfo) -> dict[str, Any]:
+    """``info`` as a JSON-ready dict (``aioseq list --json``, one per line): ``key``,
+    ``value`` (a JSON integer: exact in Python, beyond 2**53 not in JavaScript), ``numbering``
+    (``{"stride", "offset", "max_value"}`` or ``null``), ``updated_at`` (ISO-8601 or
+    ``null``)."""
+    return {
+        "key": info.key,
+        "value": info.value,
+        "numbering": (dataclasses.asdict(info.numbering) if info.numbering is not None else None),
+        "updated_at": (
+            info.updated_at.isoformat(timespec="microseconds") if info.updated_at else None
+        ),
+    }
+
+
+def value_for_maximum(maximum: int, numbering: Numbering | None) -> int:
+    """The counter value after which every number handed out is above ``maximum``: the value
+    of the highest number ``<= maximum`` under ``numbering`` (``maximum`` itself under the
+    default numbering; 0 when no number is that low)."""
+    if numbering is None:
+        return maximum
+    if maximum < numbering.offset:
+        return 0
+    return (maximum - numbering.offset) // numbering.stride + 1
+
+
+def _whole(found: AttributeValue | None) -> int | None:
+    """The whole number in an ``N`` AttributeValue (an ``S`` of digits too: a zero-padded
+    sort key); ``None`` for anything else (another type, a fraction, a negative number)."""
+    if not found:
+        return None
+    if "N" in found:
+        try:
+            parsed = Decimal(found["N"])
+        except InvalidOperation:
+            return None
+        if parsed.is_finite() and parsed >= 0 and parsed == parsed.to_integral_value():
+            return int(parsed)
+        return None
+    text = found.get("S")
+    return int(text) if isinstance(text, str) and text.isdigit() and text.isascii() else None
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+#: The condition that the counter item's value is a Number from 0 up (a fraction passes: no
+#: expression tells whole numbers apart; it is refused when read), with its values. A counter
+#: item that fails it is left as it is, and the refusal's ``ALL_OLD`` tells what it holds.
+_VALID = "attribute_type(#value, :number_type) AND #value >= :zero"
+_VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type": {"S": "N"}}
+
+
+async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
+    """One ``UpdateItem`` of counter ``key``'s counter item, retried under the store's policy
+    (every update here sets fixed values, so a resend after a lost answer changes nothing)."""
+
+    async def attempt() -> dict[str, Any]:
+        return await store.call(
+            "update_item",
+            TableName=store.table.name,
+            Key=store.counter_item_key(key),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **params,
+        )
+
+    return await retry(attempt, policy=store.retry_policy, observer=store.observer, counter_key=key)
+
+
+async def set_counter(
+    store: DynamoStore, key: str, value: int, *, allow_backward: bool = False
+) -> int:
+    """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), making its counter
+    item if there is none.
+
+    With the default numbering the value is the last number handed out: after
+    ``set_counter(store, "k", 1000)``, the next number is 1001.
+
+    Moving forward is safe: every number handed out later is above ``value``, except those of
+    blocks a :class:`~aioseq.BlockAllocator` took before (it hands them out to their end; the
+    numbers stay unique) and numbers taken by ``next()`` calls already in flight.
+
+    Moving back is refused (:class:`~aioseq.CounterWouldMoveBack`, nothing written) unless
+    ``allow_backward=True``. It hands the numbers ``value + 1 .. current`` out a second time,
+    so only do it when none of them is in use (a test, a counter reset after its items were
+    deleted); running allocators still hold blocks above ``value`` and will hand those out
+    too, so stop them first.
+
+    DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item)::
+
+        SET #value = :value, aioseq_updated_at = :now
+        IF  attribute_not_exists(#pk)
+            OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value])
+
+    (the last clause unless ``allow_backward``), with ``ReturnValues=ALL_OLD`` for the
+    previous value and ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a refusal learns the
+    current value without a second read. Transient errors are retried under the store's
+    :class:`~aioseq.RetryPolicy`; the write sets a fixed value, so a resend is harmless (after
+    a lost answer, the previous value returned may be ``value`` itself). The ring of recent
+    writes of the optimistic and transactional strategies is left as it is (see the module's
+    docstring).
+
+    Parameters:
+        store: the store whose table holds the counter item.
+        key: the counter key.
+        value: the new value, an ``int`` from 0 to ``10**38 - 1``.
+        allow_backward: also set a value below the current one.
+
+    Returns:
+        the counter's previous value (0 if it had no counter item).
+
+    Raises:
+        ConfigurationError: a bad key or value (nothing sent).
+        CounterWouldMoveBack: ``value`` is below the current value and ``allow_backward`` is
+            false; nothing written.
+        CounterValueInvalid: the counter item's value is not a whole number from 0 to
+            ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
+        RetriesExhausted, StoreError: as for any request.
+    """
+    check_key(key)
+    check_value(value)
+    spec = store.table
+    valid = _VALID
+    if not allow_backward:
+        valid += " AND #value <= :value"
+    try:
+        response = await _update(
+            store,
+            key,
+            UpdateExpression="SET #value = :value, #updated = :now",
+            ConditionExpression=f"attribute_not_exists(#pk) OR ({valid})",
+            ExpressionAttributeNames={
+                "#pk": spec.partition_key,
+                "#value": spec.value_attribute,
+                "#updated": UPDATED_AT_ATTRIBUTE,
+            },
+            ExpressionAttributeValues={
+                ":value": number(value),
+                ":now": {"S": _now()},
+                **_VALID_VALUES,
+            },
+            ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
+        )
+    except ConditionFailed as exc:
+        current = parse_counter(exc.item, key, spec.value_attribute)  # invalid: raises
+        if exc.item is None:  # a server that does not return ALL_OLD
+            raise
+        raise CounterWouldMoveBack(key, current, value) from None
+    previous = response.get("Attributes", {}).get(spec.value_attribute)
+    return _whole(previous) or 0
+
+
+async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
+    """Raise counter ``key`` to ``value`` if it is lower (or has no counter item); never lower
+    it. Atomic, idempotent and safe to run from every deployment at start-up ("the counter is
+    past the highest id already in the table").
+
+    DynamoDB calls: one conditional ``UpdateItem`` (1 WCU per KB of the counter item; a
+    refused condition costs the same)::
+
+        SET #value = :value, aioseq_updated_at = :now
+        IF  attribute_not_exists(#pk)
+            OR (attribute_type(#value, N) AND #value >= 0 AND #value < :value)
+
+    with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: when the counter is already at or
+    above ``value``, the refusal returns its value, with no second read. Transient errors are
+    retried under the store's :class:`~aioseq.RetryPolicy`.
+
+    Parameters:
+        store: the store whose table holds the counter item.
+        key: the counter key.
+        value: the least value, an ``int`` from 0 to ``10**38 - 1``.
+
+    Returns:
+        the counter's value afterwards: ``max(value, its value before)``.
+
+    Raises:
+        ConfigurationError: a bad key or value (nothing sent).
+        CounterValueInvalid: the counter item's value is not a whole number from 0 to
+            ``10**38 - 1``; nothing written.
+        RetriesExhausted, StoreError: as for any request.
+    """
+    check_key(key)
+    check_value(value)
+    spec = store.table
+    try:
+        await _update(
+            store,
+            key,
+            UpdateExpression="SET #value = :value, #updated = :now",
+            ConditionExpression=f"attribute_not_exists(#pk) OR ({_VALID} AND #value < :value)",
+            ExpressionAttributeNames={
+                "#pk": spec.partition_key,
+                "#value": spec.value_attribute,
+                "#updated": UPDATED_AT_ATTRIBUTE,
+            },
+            ExpressionAttributeValues={
+                ":value": number(value),
+                ":now": {"S": _now()},
+                **_VALID_VALUES,
+            },
+        )
+    except ConditionFailed as exc:
+        if exc.item is None:  # a server that does not return ALL_OLD
+            raise
+        return parse_counter(exc.item, key, spec.value_attribute)
+    return value
+
+
+async def describe_counter(store: DynamoStore, key: str) -> CounterInfo:
+    """Counter ``key`` as its counter item holds it.
+
+    DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU per 4 KB), retried on transient
+    errors.
+
+    Raises:
+        ConfigurationError: a bad key.
+        CounterNotFound: there is no counter item for ``key`` (a sort-key counter has none).
+        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``.
+        RetriesExhausted, StoreError: as for any request.
+    """
+    check_key(key)
+    spec = store.table
+
+    async def attempt() -> dict[str, Any]:
+        return await store.call(
+            "get_item", TableName=spec.name, Key=store.counter_item_key(key), ConsistentRead=True
+        )
+
+    response = await retry(
+        attempt, policy=store.retry_policy, observer=store.observer, counter_key=key
+    )
+    item = response.get("Item")
+    if not item:
+        raise CounterNotFound(key, spec.name)
+    return counter_info(item, key=key, attribute=spec.value_attribute)
+
+
+async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
+    """Every counter in the store's table, in the table's order (not sorted), page by page.
+
+    A counter item is an item whose sort key is the counter sort key (0) and that has the value
+    attribute (a table without a sort key: every item with the value attribute). Sort-key
+    counters have no counter item and are not listed.
+
+    DynamoDB calls: a paginated ``Scan`` with ``FilterExpression`` and
+    ``ProjectionExpression`` (the key, value, numbering and last update). A Scan reads the
+    whole table, numbered items included, and the filter does not reduce its cost: 0.5 RCU
+    per 4 KB read (eventually consistent), 1 MB per page. For an operator, not a hot path.
+
+    Raises:
+        CounterValueInvalid: a counter item's value is not a whole number (the listing stops
+            there).
+        RetriesExhausted, StoreError: as for any request.
+    """
+    spec = store.table
+    names = {
+        "#pk": spec.partition_key,
+        "#value": spec.value_attribute,
+        "#numbering": NUMBERING_ATTRIBUTE,
+        "#updated": UPDATED_AT_ATTRIBUTE,
+    }
+    values: dict[str, AttributeValue] = {}
+    condition = "attribute_exists(#value)"
+    if spec.sort_key is not None:
+        names["#sk"] = spec.sort_key
+        values[":counter"] = {spec.sort_key_type: str(spec.counter_sort_key)}
+        condition = "#sk = :counter AND attribute_exists(#value)"
+    params: dict[str, Any] = {
+        "TableName": spec.name,
+        "FilterExpression": condition,
+        "ProjectionExpression": "#pk, #value, #numbering, #updated",
+        "ExpressionAttributeNames": names,
+    }
+    if values:
+        params["ExpressionAttributeValues"] = values
+    while True:
+        page = await retry(
+            lambda: store.call("scan", **params),
+            policy=store.retry_policy,
+            observer=store.observer,
+        )
+        for item in page.get("Items", []):
+            key = str(item[spec.partition_key]["S"])
+            yield counter_info(item, key=key, attribute=spec.value_attribute)
+        if "LastEvaluatedKey" not in page:
+            return
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+async def scan_maximum(
+    store: DynamoStore,
+    *,
+    table: str,
+    attribute: str,
+    segments: int = 4,
+    progress: Progress | None = None,
+) -> int:
+    """The highest whole number in ``attribute`` over every item of ``table`` (any table the
+    store's client can read, not only the store's own), 0 if there is none.
+
+    An ``N`` value counts when it is a whole number from 0 up; an ``S`` value when it is all
+    digits (a zero-padded sort key); other values and items without the attribute are
+    skipped.
+
+    DynamoDB calls: a parallel Scan: ``segments`` segments (``Segment`` / ``TotalSegments``)
+    scanned at once, each paginated, with ``ProjectionExpression`` of ``attribute`` only. It
+    reads the whole table once: 0.5 RCU per 4 KB (eventually consistent), 1 MB per page. Items
+    written while it runs may be missed: stop the writers first, or run
+    :func:`ensure_at_least` again after they moved to aioseq.
+
+    Parameters:
+        table: the table to scan.
+        attribute: the attribute holding the numbers (a sort key too).
+        segments: segments scanned in parallel (1 .. 64).
+        progress: called after each page with a :class:`ScanProgress` (from the event loop;
+            keep it quick).
+
+    Raises:
+        ConfigurationError: a bad table name, attribute name or segment count.
+        RetriesExhausted, StoreError: as for any request (``TableNotFound`` for a missing
+            table).
+    """
+    check_table_name(table)
+    check_attribute_name(attribute)
+    check_count(segments, "segments", maximum=MAX_SEGMENTS)
+    state = {"done": 0, "pages": 0, "items": 0, "maximum": 0}
+
+    def report() -> None:
+        if progress is not None:
+            progress(
+                ScanProgress(
+                    segments_done=state["done"],
+                    segments=segments,
+                    pages=state["pages"],
+                    items=state["items"],
+                    maximum=state["maximum"],
+                )
+            )
+
+    async def scan(segment: int) -> None:
+        params: dict[str, Any] = {
+            "TableName": table,
+            "ProjectionExpression": "#attribute",
+            "ExpressionAttributeNames": {"#attribute": attribute},
+            "Segment": segment,
+            "TotalSegments": segments,
+        }
+        while True:
+            page = await retry(
+                lambda: store.call("scan", **params),
+                policy=store.retry_policy,
+                observer=store.observer,
+            )
+            items = page.get("Items", [])
+            for item in items:
+                found = _whole(item.get(attribute))
+                if found is not None and found > state["maximum"]:
+                    state["maximum"] = found
+            state["pages"] += 1
+            state["items"] += len(items)
+            last = page.get("LastEvaluatedKey")
+            if last is None:
+                state["done"] += 1
+            report()
+            if last is None:
+                return
+            params["ExclusiveStartKey"] = last
+
+    # One task per segment; the first failure (or a cancellation) cancels the others, and
+    # they are awaited before it propagates (asyncio.TaskGroup's rule, on Python 3.10 too).
+    tasks = [asyncio.ensure_future(scan(segment)) for segment in range(segments)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return state["maximum"]
+
+
+async def start_after_maximum(
+    store: DynamoStore,
+    key: str,
+    *,
+    table: str,
+    attribute: str,
+    segments: int = 4,
+    progress: Progress | None = None,
+) -> int:
+    """Move counter ``key`` past the highest number already in ``table``'s ``attribute`` (the
+    ids an application wrote before it used aioseq), so that every number handed out next is
+    above it: :func:`scan_maximum`, then :func:`ensure_at_least` (never moves the counter
+    back; safe to run again).
+
+    With a :class:`~aioseq.Numbering` recorded on the counter item, the counter is raised to
+    the value of the highest number at or below the maximum (:func:`value_for_maximum`), not to
+    the maximum itself.
+
+    DynamoDB calls: the parallel Scan of :func:`scan_maximum` (0.5 RCU per 4 KB of ``table``),
+    one ``GetItem`` of the counter item (1 RCU) for its numbering, one conditional
+    ``UpdateItem`` (1 WCU).
+
+    Parameters:
+        store: the store whose table holds the counter item.
+        key: the counter key.
+        table, attribute, segments, progress: see :func:`scan_maximum`.
+
+    Returns:
+        the counter's value afterwards.
+
+    Raises:
+        ConfigurationError: a bad argument (nothing sent).
+        CounterValueInvalid: the counter item's value is not a whole number; nothing written.
+        RetriesExhausted, StoreError: as for any request.
+    """
+    check_key(key)
+    maximum = await scan_maximum(
+        store, table=table, attribute=attribute, segments=segments, progress=progress
+    )
+    try:
+        numbering = (await describe_counter(store, key)).numbering
+    except CounterNotFound:
+        numbering = None
+    return await ensure_at_least(store, key, value_for_maximum(maximum, numbering))

@@ -1,0 +1,136 @@
+"""``aioseq set | list | describe | start-after | iam-policy``, driven in subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import pytest
+from test_cli import aioseq
+
+from aioseq import DynamoStore, TableSpec, iam
+
+
+@pytest.fixture
+def run(aioseq_endpoint: str) -> Any:
+    """``run(*args)``: the CLI on a fresh table of the selected server."""
+    table = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
+    created = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "create-table")
+    assert created.returncode == 0, created.stderr
+
+    def run(*args: str) -> tuple[int, str, str]:
+        done = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, *args)
+        return done.returncode, done.stdout, done.stderr
+
+    run.table = table  # type: ignore[attr-defined]
+    return run
+
+
+def test_the_issues_script(run: Any) -> None:
+    assert run("next", "k1", "--count", "3")[:2] == (0, "1\n2\n3\n")
+    code, out, err = run("set", "k1", "1000")
+    assert (code, out) == (0, "") and "set to 1000 (was 3)" in err
+    assert run("next", "k1")[:2] == (0, "1001\n")
+
+    code, out, err = run("set", "k1", "10")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1 and "CounterWouldMoveBack" in err and "1001" in err
+    assert run("describe", "k1")[1].split("\t")[:2] == ["k1", "1001"]  # nothing changed
+
+    assert run("set", "k1", "10", "--allow-backward")[0] == 0
+    assert run("next", "k1")[:2] == (0, "11\n")
+    code, out, _ = run("list")
+    assert code == 0 and out.splitlines()[0].split("\t")[:2] == ["k1", "11"]
+
+
+def test_list_is_sorted_one_counter_a_line_and_json_lines(run: Any) -> None:
+    assert run("list")[:2] == (0, "")
+    for key, value in (("b", "2"), ("a", "7"), ("tab\tkey", "3")):
+        assert run("set", key, value)[0] == 0
+    code, out, _ = run("list")
+    assert code == 0
+    assert [line.split("\t")[:3] for line in out.splitlines()] == [
+        ["a", "7", "-"],
+        ["b", "2", "-"],
+        ["tab\\tkey", "3", "-"],
+    ]
+    records = [json.loads(line) for line in run("list", "--json")[1].splitlines()]
+    assert [(r["key"], r["value"], r["numbering"]) for r in records] == [
+        ("a", 7, None),
+        ("b", 2, None),
+        ("tab\tkey", 3, None),
+    ]
+    assert all(r["updated_at"].endswith("+00:00") for r in records)
+
+
+@pytest.mark.parametrize(
+    "value", ["-5", "1.5", "1e3", "abc", "", "100000000000000000000000000000000000000"]
+)
+def test_set_refuses_bad_values_and_writes_nothing(run: Any, value: str) -> None:
+    code, out, err = run("set", "k", value)
+    assert (code, out) == (1, "") and err.count("\n") == 1 and "ConfigurationError" in err
+    code, out, err = run("describe", "k")
+    assert (code, out) == (1, "") and "CounterNotFound" in err
+
+
+def test_describe_an_unknown_key_fails_in_one_line(run: Any) -> None:
+    code, out, err = run("describe", "never-used")
+    assert (code, out) == (1, "") and err.count("\n") == 1 and "CounterNotFound" in err
+
+
+def test_start_after_prints_the_value_and_progress_on_stderr(
+    run: Any, aioseq_endpoint: str
+) -> None:
+    source = f"aioseq-cli-src-{uuid.uuid4().hex[:8]}"
+    asyncio.run(_make_source(aioseq_endpoint, source, [3, 4_200, 17]))
+    try:
+        code, out, err = run(
+            "start-after", "orders", "--table", source, "--attribute", "order_id",
+            "--segments", "2",
+        )  # fmt: skip
+        assert (code, out) == (0, "4200\n"), err
+        assert "scanned 3 items" in err and "2/2 segments" in err
+        assert run("next", "orders")[:2] == (0, "4201\n")
+        code, out, err = run("start-after", "orders", "--table", source, "--attribute", "x")
+        assert (code, out) == (0, "4201\n"), err  # never moves back
+    finally:
+        asyncio.run(_drop(aioseq_endpoint, source))
+
+
+async def _make_source(endpoint: str, name: str, ids: list[int]) -> None:
+    async with DynamoStore.open(table=TableSpec(name=name), endpoint_url=endpoint) as store:
+        await store.create_table()
+        for i, order_id in enumerate(ids):
+            item = {"pk": {"S": f"o{i}"}, "sk": {"N": "0"}, "order_id": {"N": str(order_id)}}
+            await store.call("put_item", TableName=name, Item=item)
+
+
+async def _drop(endpoint: str, name: str) -> None:
+    async with DynamoStore.open(table=TableSpec(name=name), endpoint_url=endpoint) as store:
+        await store.delete_table()
+
+
+def test_start_after_needs_the_table_and_attribute() -> None:
+    assert aioseq("start-after", "k", "--attribute", "id").returncode == 2
+    assert aioseq("start-after", "k", "--table", "orders").returncode == 2
+
+
+@pytest.mark.parametrize("which", ["--runtime", "--admin"])
+def test_iam_policy_prints_the_documented_policy(which: str) -> None:
+    done = aioseq("--table", "orders", "iam-policy", which, "--region", "eu-west-1",
+                  "--account", "123456789012")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
+    expected = (
+        iam.policy(arn)
+        if which == "--runtime"
+        else iam.policy(arn, features=(), admin_features=iam.ADMIN_FEATURES)
+    )
+    assert json.loads(done.stdout) == expected
+
+
+def test_iam_policy_needs_one_of_runtime_or_admin() -> None:
+    assert aioseq("iam-policy").returncode == 2
+    assert aioseq("iam-policy", "--runtime", "--admin").returncode == 2
