@@ -463,7 +463,7 @@ class DynamoStore:
         self._check_open()
         return await _numbering.set_numbering(self, key, numbering)
 
-    # --- operating counters (issue #16): the logic lives in aioseq.operations -----------------
+    # --- operating counters: the logic lives in aioseq.operations ----------------------------
 
     async def set_counter(self, key: str, value: int, *, allow_backward: bool = False) -> int:
         """Set counter ``key`` to ``value``; refuse to move it back unless ``allow_backward``.

@@ -13,7 +13,7 @@
                                  every strategy, checked, as a table (embedded server if
                                  no endpoint is configured)
 
-Operating counters (issue #16; see docs/operations.md)::
+Operating counters (see docs/operations.md)::
 
     set KEY VALUE [--allow-backward]
                                  set the counter's value (the last number handed out);
@@ -178,7 +178,7 @@ def _add_operations(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
 ) -> None:
-    """The subcommands that operate counters (issue #16)."""
+    """The subcommands that operate counters (see docs/operations.md)."""
     setter = commands.add_parser(
         "set",
         parents=[common],

@@ -1,4 +1,4 @@
-"""Operating counters like a SQL sequence (issue #16): set, raise, inspect and list them.
+"""Operating counters like a SQL sequence: set, raise, inspect and list them.
 
 PostgreSQL has ``setval``, ``ALTER SEQUENCE ... RESTART`` and ``\\ds``; aioseq has these
 functions, each taking the :class:`~aioseq.DynamoStore` whose table holds the counter items
