@@ -81,7 +81,8 @@ async def test_ensure_at_least_from_many_deployments_at_once(aioseq_store: Dynam
 async def test_describe_shows_value_numbering_and_last_update(aioseq_store: DynamoStore) -> None:
     await aioseq_store.atomic_counter("plain").next()
     plain = await aioseq_store.describe_counter("plain")
-    assert plain == CounterInfo("plain", 1, None, None)  # next() stamps no time
+    # the first ADD recorded the atomic counter's numbering; next() stamps no time
+    assert plain == CounterInfo("plain", 1, Numbering(), None)
 
     start = datetime.now(timezone.utc)
     await aioseq_store.set_counter("plain", 7)
@@ -90,7 +91,7 @@ async def test_describe_shows_value_numbering_and_last_update(aioseq_store: Dyna
     assert start - timedelta(seconds=1) <= stamped.updated_at <= datetime.now(timezone.utc)
 
     numbering = Numbering(stride=3, offset=2)
-    await aioseq_store.call(
+    await aioseq_store.call(  # as an allocator of that numbering would have recorded it
         "update_item",
         TableName=aioseq_store.table.name,
         Key=aioseq_store.counter_item_key("plain"),
