@@ -36,7 +36,6 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from aioseq import numbering as _numbering
 from aioseq import operations
 from aioseq._values import (
     Item,
@@ -454,14 +453,14 @@ class DynamoStore:
         """Change counter ``key``'s recorded :class:`~aioseq.Numbering` (stride, offset,
         ``max_value``), moving its value so that the next number is above every number handed
         out under the old one. Stop the objects of the old numbering first: see
-        :func:`aioseq.numbering.set_numbering`, which this is, for the requests, the risks and
+        :func:`aioseq.operations.set_numbering`, which this is, for the requests, the risks and
         the errors.
 
         Returns:
             The numbering recorded before, or ``None`` if there was none.
         """
         self._check_open()
-        return await _numbering.set_numbering(self, key, numbering)
+        return await operations.set_numbering(self, key, numbering)
 
     # --- operating counters: the logic lives in aioseq.operations ----------------------------
 

@@ -29,10 +29,11 @@ under, in the attribute ``aioseq_numbering`` (type S, :meth:`Numbering.encode`'s
   symmetric, and it is one string comparison in the condition. Change a limit explicitly.
 - **Counter items written before** ``aioseq_numbering`` **existed** have none: the first write
   of an object of this version records its own numbering (any numbering is accepted then, as
-  nothing tells which one the older writers used). :func:`set_numbering` assumes such a
+  nothing tells which one the older writers used). :func:`~aioseq.operations.set_numbering`
+  assumes such a
   counter was numbered ``stride=1 offset=1`` (its values were its numbers).
-- **Changing a numbering** is an explicit operation, :func:`set_numbering`
-  (``DynamoStore.set_numbering``).
+- **Changing a numbering** is an explicit operation,
+  :func:`~aioseq.operations.set_numbering` (``DynamoStore.set_numbering``).
 
 The sort-key strategy has no counter item, so nothing to record it on.
 """
@@ -40,27 +41,22 @@ The sort-key strategy has no counter item, so nothing to record it on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aioseq._retry import is_transient, retry
 from aioseq._values import (
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
     AttributeValue,
     Numbering,
-    check_key,
-    number,
-    parse_counter,
 )
 from aioseq.errors import (
-    ConditionFailed,
     ConfigurationError,
     CounterValueInvalid,
     NumberingMismatch,
 )
 
 if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
+    pass
 
 __all__ = [
     "GUARD",
@@ -69,7 +65,6 @@ __all__ = [
     "numbering_for",
     "recorded_text",
     "renumbered_value",
-    "set_numbering",
 ]
 
 #: The condition every write of a counter item adds (``AND``) to its own: no numbering
@@ -149,92 +144,3 @@ def renumbered_value(value: int, old: Numbering, new: Numbering) -> int:
     if last < new.offset:
         return 0
     return (last - new.offset) // new.stride + 1
-
-
-async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> Numbering | None:
-    """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
-    that the next number it hands out is above every number handed out under the old one.
-
-    Two requests: a strongly consistent ``GetItem`` of the counter item, then::
-
-        UpdateItem  SET #numbering = :new, #value = :renumbered
-                    IF  #value = :value AND #numbering = :old
-                        (attribute_not_exists(#numbering) for an item without one;
-                         attribute_not_exists(#pk) when there is no counter item yet)
-
-    with ``:renumbered`` from :func:`renumbered_value` (a counter without a recorded numbering
-    counts as numbered ``stride=1 offset=1``). A writer that moved the counter in between fails
-    the condition and the two requests are made again, under the store's retry policy. With no
-    counter item yet, it is created at value 0 with ``numbering``, so the numbering is fixed
-    before the first number is taken. Setting the numbering a counter has changes nothing.
-
-    What it risks: objects already running under the old numbering. Their next write to the
-    counter item is refused (:class:`~aioseq.errors.NumberingMismatch`), but a
-    :class:`~aioseq.BlockAllocator` keeps handing out the numbers of the blocks it holds from
-    memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
-    the old numbering first, change it, then start the new ones; an allocator's give-back is
-    refused once the numbering has changed, so its tail stays unused.
-
-    Parameters:
-        store: the store whose table holds the counter.
-        key: the counter key.
-        numbering: the new numbering.
-
-    Returns:
-        The numbering recorded before, or ``None`` when there was none (no counter item, or
-        one written before numberings were recorded).
-
-    Raises:
-        ConfigurationError: a bad key, or ``numbering`` is not a :class:`~aioseq.Numbering`.
-        CounterValueInvalid: the counter item's value or numbering is unreadable.
-        RetriesExhausted: writers kept moving the counter, or transient errors, beyond the
-            retry policy.
-        StoreError, StoreClosed.
-    """
-    check_key(key)
-    if not isinstance(numbering, Numbering):
-        raise ConfigurationError(f"numbering must be a Numbering, not {type(numbering).__name__}")
-    table = store.table
-    counter_key = store.counter_item_key(key)
-
-    async def attempt() -> Numbering | None:
-        response = await store.call(
-            "get_item", TableName=table.name, Key=counter_key, ConsistentRead=True
-        )
-        item: dict[str, Any] | None = response.get("Item")
-        old_text = recorded_text(item, key)
-        value = parse_counter(item, key, table.value_attribute)
-        old = Numbering.decode(old_text) if old_text is not None else Numbering()
-        names = {"#numbering": NUMBERING_ATTRIBUTE, "#value": table.value_attribute}
-        values = {
-            ":new": {"S": numbering.encode()},
-            ":renumbered": number(renumbered_value(value, old, numbering)),
-        }
-        if not item:
-            condition = "attribute_not_exists(#pk)"
-            names["#pk"] = table.partition_key
-        else:
-            values[":value"] = number(value)
-            if old_text is None:
-                condition = "#value = :value AND attribute_not_exists(#numbering)"
-            else:
-                condition = "#value = :value AND #numbering = :old"
-                values[":old"] = {"S": old_text}
-        await store.call(
-            "update_item",
-            TableName=table.name,
-            Key=counter_key,
-            UpdateExpression="SET #numbering = :new, #value = :renumbered",
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
-        return old if old_text is not None else None
-
-    return await retry(
-        attempt,
-        policy=store.retry_policy,
-        retry_if=lambda exc: is_transient(exc) or isinstance(exc, ConditionFailed),
-        observer=store.observer,
-        counter_key=key,
-    )

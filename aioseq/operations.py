@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from aioseq._retry import retry
+from aioseq._retry import is_transient, retry
 from aioseq._values import (
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
@@ -58,6 +58,7 @@ from aioseq.errors import (
     CounterNotFound,
     CounterWouldMoveBack,
 )
+from aioseq.numbering import recorded_text, renumbered_value
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -74,6 +75,7 @@ __all__ = [
     "list_counters",
     "scan_maximum",
     "set_counter",
+    "set_numbering",
     "start_after_maximum",
     "value_for_maximum",
 ]
@@ -620,3 +622,93 @@ async def start_after_maximum(
     except CounterNotFound:
         numbering = None
     return await ensure_at_least(store, key, value_for_maximum(maximum, numbering))
+
+
+async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> Numbering | None:
+    """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
+    that the next number it hands out is above every number handed out under the old one.
+
+    Two requests: a strongly consistent ``GetItem`` of the counter item, then::
+
+        UpdateItem  SET #numbering = :new, #value = :renumbered
+                    IF  #value = :value AND #numbering = :old
+                        (attribute_not_exists(#numbering) for an item without one;
+                         attribute_not_exists(#pk) when there is no counter item yet)
+
+    with ``:renumbered`` from :func:`renumbered_value` (a counter without a recorded numbering
+    counts as numbered ``stride=1 offset=1``). A writer that moved the counter in between fails
+    the condition and the two requests are made again, under the store's retry policy. With no
+    counter item yet, it is created at value 0 with ``numbering``, so the numbering is fixed
+    before the first number is taken. Setting the numbering a counter has changes nothing.
+
+    What it risks: objects already running under the old numbering. Their next write to the
+    counter item is refused (:class:`~aioseq.errors.NumberingMismatch`), but a
+    :class:`~aioseq.BlockAllocator` keeps handing out the numbers of the blocks it holds from
+    memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
+    the old numbering first, change it, then start the new ones; an allocator's give-back is
+    refused once the numbering has changed, so its tail stays unused.
+
+    Parameters:
+        store: the store whose table holds the counter.
+        key: the counter key.
+        numbering: the new numbering.
+
+    Returns:
+        The numbering recorded before, or ``None`` when there was none (no counter item, or
+        one written before numberings were recorded).
+
+    Raises:
+        ConfigurationError: a bad key, or ``numbering`` is not a :class:`~aioseq.Numbering`.
+        CounterValueInvalid: the counter item's value or numbering is unreadable.
+        RetriesExhausted: writers kept moving the counter, or transient errors, beyond the
+            retry policy.
+        StoreError: a request failed in a way that is not retried (its subclass says how).
+        StoreClosed: the store is closed.
+    """
+    check_key(key)
+    if not isinstance(numbering, Numbering):
+        raise ConfigurationError(f"numbering must be a Numbering, not {type(numbering).__name__}")
+    table = store.table
+    counter_key = store.counter_item_key(key)
+
+    async def attempt() -> Numbering | None:
+        response = await store.call(
+            "get_item", TableName=table.name, Key=counter_key, ConsistentRead=True
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        old_text = recorded_text(item, key)
+        value = parse_counter(item, key, table.value_attribute)
+        old = Numbering.decode(old_text) if old_text is not None else Numbering()
+        names = {"#numbering": NUMBERING_ATTRIBUTE, "#value": table.value_attribute}
+        values = {
+            ":new": {"S": numbering.encode()},
+            ":renumbered": number(renumbered_value(value, old, numbering)),
+        }
+        if not item:
+            condition = "attribute_not_exists(#pk)"
+            names["#pk"] = table.partition_key
+        else:
+            values[":value"] = number(value)
+            if old_text is None:
+                condition = "#value = :value AND attribute_not_exists(#numbering)"
+            else:
+                condition = "#value = :value AND #numbering = :old"
+                values[":old"] = {"S": old_text}
+        await store.call(
+            "update_item",
+            TableName=table.name,
+            Key=counter_key,
+            UpdateExpression="SET #numbering = :new, #value = :renumbered",
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        return old if old_text is not None else None
+
+    return await retry(
+        attempt,
+        policy=store.retry_policy,
+        retry_if=lambda exc: is_transient(exc) or isinstance(exc, ConditionFailed),
+        observer=store.observer,
+        counter_key=key,
+    )
