@@ -57,6 +57,7 @@ from aioseq.errors import (
     ConfigurationError,
     CounterNotFound,
     CounterWouldMoveBack,
+    NumberOutOfRange,
 )
 from aioseq.numbering import recorded_text, renumbered_value
 
@@ -248,6 +249,73 @@ def _whole(found: AttributeValue | None) -> int | None:
 _VALID = "attribute_type(#value, :number_type) AND #value >= :zero"
 _VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type": {"S": "N"}}
 
+#: The condition that the counter item records no numbering with a ``max_value`` of its own:
+#: a value can then be set without knowing that limit. Where one is recorded, the refusal's
+#: ``ALL_OLD`` brings it, and the write is checked against it and sent again pinned to that
+#: exact numbering (:func:`_write_within_limit`).
+_NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
+_NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
+
+
+def _check_within_limit(key: str, value: int, recorded: str) -> None:
+    """Refuse ``value`` when its number passes the ``max_value`` of the numbering ``recorded``.
+
+    Raises:
+        NumberOutOfRange: it does (nothing is written).
+    """
+    numbering = Numbering.decode(recorded)
+    if numbering.max_value is not None and value > 0:
+        highest = numbering.number(value)
+        if highest > numbering.max_value:
+            raise NumberOutOfRange(
+                highest,
+                f"counter {key!r} is numbered {recorded!r}: value {value} is number {highest},"
+                f" past its max_value; nothing was written",
+            )
+
+
+async def _write_within_limit(
+    store: DynamoStore,
+    key: str,
+    value: int,
+    condition: str,
+    names: dict[str, str],
+    values: dict[str, AttributeValue],
+    **params: Any,
+) -> dict[str, Any]:
+    """:func:`_update` with ``condition`` (to hold where the counter item exists) and the
+    counter's ``max_value``: the first request requires no limit to be recorded; if one is,
+    ``value`` is checked against it and the request is sent once more, pinned to that
+    numbering (2 requests instead of 1, only for counters with a limit of their own). A
+    refusal for any other reason raises :class:`~aioseq.errors.ConditionFailed` with the
+    counter item (``ALL_OLD``) for the caller to explain.
+
+    Raises:
+        NumberOutOfRange: ``value``'s number passes the recorded ``max_value``.
+        ConditionFailed: ``condition`` is false.
+    """
+    names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
+    limit, limit_values = _NO_LIMIT, _NO_LIMIT_VALUES
+    while True:
+        try:
+            return await _update(
+                store,
+                key,
+                ConditionExpression=f"attribute_not_exists(#pk) OR ({condition} AND {limit})",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={**values, **limit_values},
+                **params,
+            )
+        except ConditionFailed as exc:
+            recorded = recorded_text(exc.item, key)
+            pinned = limit_values.get(":recorded", {}).get("S")
+            if recorded is None or " max_value=" not in recorded or recorded == pinned:
+                raise  # not the limit: the caller's condition (or a vanished limit) refused it
+            _check_within_limit(key, value, recorded)
+            # a numbering with a limit, which the value fits: pin it (each round learns the
+            # numbering now recorded; it changes only by set_numbering, so this ends)
+            limit, limit_values = "#numbering = :recorded", {":recorded": {"S": recorded}}
+
 
 async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
     """One ``UpdateItem`` of counter ``key``'s counter item, retried under the store's policy
@@ -288,9 +356,15 @@ async def set_counter(
 
         SET #value = :value, aioseq_updated_at = :now
         IF  attribute_not_exists(#pk)
-            OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value])
+            OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value]
+                AND (attribute_not_exists(aioseq_numbering)
+                     OR NOT contains(aioseq_numbering, " max_value=")))
 
-    (the last clause unless ``allow_backward``), with ``ReturnValues=ALL_OLD`` for the
+    (the bracketed clause unless ``allow_backward``). A counter whose recorded
+    :class:`~aioseq.Numbering` has a ``max_value`` of its own fails the last clause; its
+    ``ALL_OLD`` brings the numbering, ``value`` is checked against the limit, and the request
+    is sent once more with ``aioseq_numbering = :recorded`` in its place (2 requests). With
+    ``ReturnValues=ALL_OLD`` for the
     previous value and ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a refusal learns the
     current value without a second read. Transient errors are retried under the store's
     :class:`~aioseq.RetryPolicy`; the write sets a fixed value, so a resend is harmless (after
@@ -311,6 +385,8 @@ async def set_counter(
         ConfigurationError: a bad key or value (nothing sent).
         CounterWouldMoveBack: ``value`` is below the current value and ``allow_backward`` is
             false; nothing written.
+        NumberOutOfRange: ``value``'s number passes the ``max_value`` the counter's numbering
+            records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
         RetriesExhausted, StoreError: as for any request.
@@ -318,25 +394,16 @@ async def set_counter(
     check_key(key)
     check_value(value)
     spec = store.table
-    valid = _VALID
-    if not allow_backward:
-        valid += " AND #value <= :value"
+    condition = _VALID if allow_backward else f"{_VALID} AND #value <= :value"
     try:
-        response = await _update(
+        response = await _write_within_limit(
             store,
             key,
+            value,
+            condition,
+            {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
+            {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
             UpdateExpression="SET #value = :value, #updated = :now",
-            ConditionExpression=f"attribute_not_exists(#pk) OR ({valid})",
-            ExpressionAttributeNames={
-                "#pk": spec.partition_key,
-                "#value": spec.value_attribute,
-                "#updated": UPDATED_AT_ATTRIBUTE,
-            },
-            ExpressionAttributeValues={
-                ":value": number(value),
-                ":now": {"S": _now()},
-                **_VALID_VALUES,
-            },
             ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
     except ConditionFailed as exc:
@@ -358,10 +425,13 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
 
         SET #value = :value, aioseq_updated_at = :now
         IF  attribute_not_exists(#pk)
-            OR (attribute_type(#value, N) AND #value >= 0 AND #value < :value)
+            OR (attribute_type(#value, N) AND #value >= 0 AND #value < :value
+                AND <no max_value recorded>)
 
     with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: when the counter is already at or
-    above ``value``, the refusal returns its value, with no second read. Transient errors are
+    above ``value``, the refusal returns its value, with no second read. A counter whose
+    numbering records a ``max_value`` is checked against it and written with the numbering
+    pinned instead, as :func:`set_counter` does (2 requests). Transient errors are
     retried under the store's :class:`~aioseq.RetryPolicy`.
 
     Parameters:
@@ -374,6 +444,8 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
 
     Raises:
         ConfigurationError: a bad key or value (nothing sent).
+        NumberOutOfRange: ``value``'s number passes the ``max_value`` the counter's numbering
+            records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1``; nothing written.
         RetriesExhausted, StoreError: as for any request.
@@ -382,21 +454,14 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     check_value(value)
     spec = store.table
     try:
-        await _update(
+        await _write_within_limit(
             store,
             key,
+            value,
+            f"{_VALID} AND #value < :value",
+            {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
+            {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
             UpdateExpression="SET #value = :value, #updated = :now",
-            ConditionExpression=f"attribute_not_exists(#pk) OR ({_VALID} AND #value < :value)",
-            ExpressionAttributeNames={
-                "#pk": spec.partition_key,
-                "#value": spec.value_attribute,
-                "#updated": UPDATED_AT_ATTRIBUTE,
-            },
-            ExpressionAttributeValues={
-                ":value": number(value),
-                ":now": {"S": _now()},
-                **_VALID_VALUES,
-            },
         )
     except ConditionFailed as exc:
         if exc.item is None:  # a server that does not return ALL_OLD

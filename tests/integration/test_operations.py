@@ -20,6 +20,7 @@ from aioseq import (
     CounterWouldMoveBack,
     DynamoStore,
     Numbering,
+    NumberOutOfRange,
 )
 from aioseq.config import NUMBERING_ATTRIBUTE
 from aioseq.operations import ScanProgress
@@ -76,6 +77,37 @@ async def test_ensure_at_least_from_many_deployments_at_once(aioseq_store: Dynam
     results = await asyncio.gather(*(aioseq_store.ensure_at_least("k", v) for v in range(1, 21)))
     assert all(1 <= r <= 20 for r in results)
     assert (await aioseq_store.describe_counter("k")).value == 20
+
+
+@pytest.mark.parametrize(
+    ("numbering", "fits", "passes"),
+    [
+        (Numbering(max_value=100), 100, 101),
+        (Numbering(stride=3, offset=2, max_value=20), 7, 8),  # value 7 is 20, value 8 is 23
+    ],
+)
+async def test_set_and_ensure_at_least_refuse_a_value_past_the_recorded_max_value(
+    aioseq_store: DynamoStore, numbering: Numbering, fits: int, passes: int
+) -> None:
+    await aioseq_store.set_numbering("k", numbering)
+    for operation in (aioseq_store.set_counter, aioseq_store.ensure_at_least):
+        with pytest.raises(NumberOutOfRange, match="past its max_value"):
+            await operation("k", passes)
+        assert (await aioseq_store.describe_counter("k")).value == 0  # nothing written
+    before = aioseq_store.requests["UpdateItem"]
+    assert await aioseq_store.set_counter("k", fits - 1) == 0
+    assert aioseq_store.requests["UpdateItem"] - before == 2  # refused on the limit, then pinned
+    assert await aioseq_store.ensure_at_least("k", fits) == fits
+    assert (await aioseq_store.describe_counter("k")).numbering == numbering  # kept
+
+
+async def test_a_counter_without_a_limit_of_its_own_is_set_in_one_request(
+    aioseq_store: DynamoStore,
+) -> None:
+    await aioseq_store.atomic_counter("k").next()  # records stride=1 offset=1, no max_value
+    before = aioseq_store.requests["UpdateItem"]
+    await aioseq_store.set_counter("k", 10**38 - 1)
+    assert aioseq_store.requests["UpdateItem"] - before == 1
 
 
 async def test_describe_shows_value_numbering_and_last_update(aioseq_store: DynamoStore) -> None:
