@@ -367,13 +367,13 @@ class History:
             values = request.get("ExpressionAttributeValues", {})
             expression = request.get("UpdateExpression", "")
             if expression.startswith("ADD") and ":n" in values:
-                n = int(values[":n"]["N"])
+                taken = int(values[":n"]["N"])
                 returned = response.get("Attributes", {}).get(spec.value_attribute)
                 if request.get("ReturnValues") == "UPDATED_OLD":  # the value before the ADD
                     low = int(returned["N"]) + 1 if returned else 1  # none: a new counter
                 else:  # UPDATED_NEW: the value after it
-                    low = int(returned["N"]) - n + 1
-                yield counter, range(low, low + n)
+                    low = int(returned["N"]) - taken + 1
+                yield counter, range(low, low + taken)
             elif ":next" in values:  # an optimistic write, not a give-back (:before, :top)
                 current = int(values[":current"]["N"]) if ":current" in values else 0
                 yield counter, range(current + 1, int(values[":next"]["N"]) + 1)
