@@ -302,7 +302,8 @@ def client_config(store: DynamoStore) -> dict[str, Any]:
 @dataclass(frozen=True)
 class RawUpdateItemVariant(Variant):
     """aioseq's atomic counter's request without aioseq: a bare ``await client.update_item(
-    **params)`` on an aiobotocore client, and ``int(response["Attributes"][value]["N"])``.
+    **params)`` on an aiobotocore client, and the number read from its answer as aioseq reads
+    it (``ReturnValues=ALL_OLD``: the value before the ``ADD``, plus its ``:n``).
 
     The request is the one aioseq sends: ``params`` are captured (a botocore
     ``before-parameter-build`` hook) from an :class:`~aioseq.AtomicCounter` ``next()`` on the
@@ -334,6 +335,9 @@ class RawUpdateItemVariant(Variant):
             "dynamodb", config=AioConfig(**settings), **arguments
         ) as client:
             calls = 0
+            # The value the answer holds is the one before the ADD (ALL_OLD) or after it.
+            added = int(captured["ExpressionAttributeValues"][":n"]["N"])
+            step = added if captured.get("ReturnValues") in ("ALL_OLD", "UPDATED_OLD") else 0
 
             async def take() -> int:
                 nonlocal calls
@@ -341,7 +345,7 @@ class RawUpdateItemVariant(Variant):
                     return first.pop()
                 calls += 1
                 response = await client.update_item(**captured)
-                return int(response["Attributes"][attribute]["N"])
+                return int(response["Attributes"][attribute]["N"]) + step
 
             yield Contender(take, requests=lambda: Counter({"UpdateItem": calls + 1}))
 

@@ -36,11 +36,12 @@ class AtomicCounter(Strategy):
                                         AND (attribute_not_exists(#pk)
                                              OR (attribute_type(#value, :N)
                                                  AND #value BETWEEN :zero AND :limit))
-                    ReturnValues        UPDATED_OLD
+                    ReturnValues        ALL_OLD
 
     (``:limit`` is ``max_value - n``) and the value before it, ``u``, makes the numbers
-    ``u + 1 .. u + n`` (``UPDATED_OLD`` also says whether this ``ADD`` recorded the
-    numbering, which a put-back then removes again). The condition only guards against a
+    ``u + 1 .. u + n`` (the item before the ``ADD`` also says whether this ``ADD`` recorded
+    the numbering, which a put-back then removes again; ``UPDATED_OLD`` cannot tell, as it
+    leaves out an ``if_not_exists`` that kept its value). The condition only guards against a
     counter item without a value, with a non-number or a negative one, or one that would pass
     ``max_value``, or one that recorded another numbering than this object's (see
     :mod:`aioseq.numbering`: the first ``ADD`` records it, in the same request); it never fails
@@ -139,7 +140,7 @@ class AtomicCounter(Strategy):
                 ":limit": number(self.max_value - n),
                 **guard_values_,
             },
-            "ReturnValues": "UPDATED_OLD",
+            "ReturnValues": "ALL_OLD",  # UPDATED_OLD omits an if_not_exists that kept its value
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
@@ -155,7 +156,7 @@ class AtomicCounter(Strategy):
             attributes: dict[str, Any] | None = response.get("Attributes")
             return attributes
 
-        before = await self._retry(attempt)  # the value and numbering before (none: a new item)
+        before = await self._retry(attempt)  # the item before the ADD (none: a new item)
         try:
             high = parse_counter(before, self.key, table.value_attribute) + n
         except CounterValueInvalid as exc:
@@ -171,7 +172,7 @@ class AtomicCounter(Strategy):
         self, before: Mapping[str, Any] | None, n: int, *, forget_numbering: bool
     ) -> None:
         """Undo an ``ADD n`` that turned out to have added to a fraction (``before`` is the value
-        it returned, ``UPDATED_OLD``): ``SET #value = :before IF #value = :before + n`` (with
+        it returned, ``ALL_OLD``): ``SET #value = :before IF #value = :before + n`` (with
         ``REMOVE #numbering`` if the ``ADD`` recorded it), skipped if another writer moved the
         counter since."""
         if not before or "N" not in before:

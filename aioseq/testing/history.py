@@ -369,7 +369,7 @@ class History:
             if expression.startswith("ADD") and ":n" in values:
                 taken = int(values[":n"]["N"])
                 returned = response.get("Attributes", {}).get(spec.value_attribute)
-                if request.get("ReturnValues") == "UPDATED_OLD":  # the value before the ADD
+                if request.get("ReturnValues") in ("ALL_OLD", "UPDATED_OLD"):  # before the ADD
                     low = int(returned["N"]) + 1 if returned else 1  # none: a new counter
                 else:  # UPDATED_NEW: the value after it
                     low = int(returned["N"]) - taken + 1

@@ -135,6 +135,33 @@ async def test_a_counter_item_from_before_numberings_records_the_first_writers(
     assert await recorded(aioseq_store, "legacy-optimistic") == "stride=1 offset=1"
 
 
+async def test_a_fraction_put_back_keeps_a_numbering_recorded_before(
+    aioseq_store: DynamoStore,
+) -> None:
+    """The ADD on a fraction is undone; the numbering it did not write stays recorded, so a
+    writer of another numbering is still refused afterwards."""
+    item = {
+        **aioseq_store.counter_item_key("k"),
+        aioseq_store.table.value_attribute: {"N": "1.5"},
+        NUMBERING_ATTRIBUTE: {"S": "stride=1 offset=1"},
+    }
+    await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
+    with pytest.raises(CounterValueInvalid):
+        await aioseq_store.atomic_counter("k").next()
+    assert await counter_item(aioseq_store, "k") == item  # value put back, numbering kept
+    await aioseq_store.call(  # mend the value by hand, as an operator would
+        "update_item",
+        TableName=aioseq_store.table.name,
+        Key=aioseq_store.counter_item_key("k"),
+        UpdateExpression="SET #v = :v",
+        ExpressionAttributeNames={"#v": aioseq_store.table.value_attribute},
+        ExpressionAttributeValues={":v": {"N": "5"}},
+    )
+    assert await aioseq_store.atomic_counter("k").next() == 6
+    with pytest.raises(NumberingMismatch):
+        await aioseq_store.block_allocator("k", stride=3, offset=2).next()
+
+
 async def test_an_unreadable_numbering_is_a_typed_error(aioseq_store: DynamoStore) -> None:
     for bad in ({"S": "stride=3"}, {"S": "offset=2 stride=3"}, {"N": "3"}):
         key = f"bad-{uuid.uuid4().hex[:6]}"
