@@ -164,8 +164,10 @@ class BlockAllocator:
         check_count(max_value, "max_value")
         if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= max_value:
             raise ConfigurationError(f"offset must be an int from 0 to max_value: {offset!r}")
-        # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value.
-        self._counter = AtomicCounter(store, key, max_value=(max_value - offset) // stride + 1)
+        # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value
+        # (one more than max_value itself with offset 0, past what a counter can hold).
+        last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
+        self._counter = AtomicCounter(store, key, max_value=last_k)
         # The counter item records this allocator's numbering, not its counter's derived one.
         self._counter._numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
         self.max_value = max_value

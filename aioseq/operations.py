@@ -255,6 +255,17 @@ _VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type":
 #: exact numbering (:func:`_write_within_limit`).
 _NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
 _NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
+#: Requests :func:`_write_within_limit` sends at most: the first, one pinned to the numbering
+#: it learnt, and one more should ``set_numbering`` change it in between.
+_LIMIT_ROUNDS = 3
+
+#: What the operator's writes set besides the value: the time, and the default numbering on a
+#: counter item that records none (the value was given as a number of the default numbering;
+#: a later writer of another numbering is then refused, not allowed to reuse numbers).
+_SET_VALUE = (
+    "SET #value = :value, #updated = :now,"
+    " #numbering = if_not_exists(#numbering, :default_numbering)"
+)
 
 
 def _check_within_limit(key: str, value: int, recorded: str) -> None:
@@ -295,8 +306,9 @@ async def _write_within_limit(
         ConditionFailed: ``condition`` is false.
     """
     names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
+    values = {**values, ":default_numbering": {"S": Numbering().encode()}}
     limit, limit_values = _NO_LIMIT, _NO_LIMIT_VALUES
-    while True:
+    for _ in range(_LIMIT_ROUNDS):
         try:
             return await _update(
                 store,
@@ -312,9 +324,13 @@ async def _write_within_limit(
             if recorded is None or " max_value=" not in recorded or recorded == pinned:
                 raise  # not the limit: the caller's condition (or a vanished limit) refused it
             _check_within_limit(key, value, recorded)
-            # a numbering with a limit, which the value fits: pin it (each round learns the
-            # numbering now recorded; it changes only by set_numbering, so this ends)
+            # a numbering with a limit, which the value fits: pin it and send again
             limit, limit_values = "#numbering = :recorded", {":recorded": {"S": recorded}}
+    raise ConditionFailed(  # set_numbering kept changing the numbering under us
+        f"counter {key!r}: its numbering changed {_LIMIT_ROUNDS} times during the write",
+        code="ConditionalCheckFailedException",
+        operation="UpdateItem",
+    )
 
 
 async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
@@ -339,8 +355,12 @@ async def set_counter(
     """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), making its counter
     item if there is none.
 
-    With the default numbering the value is the last number handed out: after
-    ``set_counter(store, "k", 1000)``, the next number is 1001.
+    ``value`` is a counter value: with the default numbering, the last number handed out
+    (after ``set_counter(store, "k", 1000)``, the next number is 1001); under a recorded
+    :class:`~aioseq.Numbering`, the value whose number is ``offset + (value - 1) * stride``.
+    A counter item that records no numbering gets the default one in the same write, so that
+    the value keeps its meaning: a later object of another numbering is refused
+    (:class:`~aioseq.errors.NumberingMismatch`) instead of reusing numbers below it.
 
     Moving forward is safe: every number handed out later is above ``value``, except those of
     blocks a :class:`~aioseq.BlockAllocator` took before (it hands them out to their end; the
@@ -354,7 +374,8 @@ async def set_counter(
 
     DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item)::
 
-        SET #value = :value, aioseq_updated_at = :now
+        SET #value = :value, aioseq_updated_at = :now,
+            aioseq_numbering = if_not_exists(aioseq_numbering, "stride=1 offset=1")
         IF  attribute_not_exists(#pk)
             OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value]
                 AND (attribute_not_exists(aioseq_numbering)
@@ -403,7 +424,7 @@ async def set_counter(
             condition,
             {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
             {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
-            UpdateExpression="SET #value = :value, #updated = :now",
+            UpdateExpression=_SET_VALUE,
             ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
     except ConditionFailed as exc:
@@ -423,7 +444,8 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     DynamoDB calls: one conditional ``UpdateItem`` (1 WCU per KB of the counter item; a
     refused condition costs the same)::
 
-        SET #value = :value, aioseq_updated_at = :now
+        SET #value = :value, aioseq_updated_at = :now,
+            aioseq_numbering = if_not_exists(aioseq_numbering, "stride=1 offset=1")
         IF  attribute_not_exists(#pk)
             OR (attribute_type(#value, N) AND #value >= 0 AND #value < :value
                 AND <no max_value recorded>)
@@ -461,7 +483,7 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
             f"{_VALID} AND #value < :value",
             {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
             {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
-            UpdateExpression="SET #value = :value, #updated = :now",
+            UpdateExpression=_SET_VALUE,
         )
     except ConditionFailed as exc:
         if exc.item is None:  # a server that does not return ALL_OLD

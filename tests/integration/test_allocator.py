@@ -289,3 +289,11 @@ async def test_bad_options_are_refused(
     with pytest.raises(ConfigurationError):
         BlockAllocator(aioseq_store, "k", **options)  # type: ignore[arg-type]
     assert await item_count(aioseq_store) == 0
+
+
+async def test_offset_zero_with_the_default_max_value(aioseq_store: DynamoStore) -> None:
+    """Numbers 0, 1, 2, ...: the counter's derived limit would be one past what a counter
+    holds, and was refused as a bad max_value."""
+    allocator = aioseq_store.block_allocator("from-zero", offset=0, block_size=3)
+    assert [await allocator.next() for _ in range(4)] == [0, 1, 2, 3]
+    await allocator.aclose()

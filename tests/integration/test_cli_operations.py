@@ -51,16 +51,18 @@ def test_list_is_sorted_one_counter_a_line_and_json_lines(run: Any) -> None:
         assert run("set", key, value)[0] == 0
     code, out, _ = run("list")
     assert code == 0
+    default = "stride=1 offset=1"  # set records the default numbering on a new counter
     assert [line.split("\t")[:3] for line in out.splitlines()] == [
-        ["a", "7", "-"],
-        ["b", "2", "-"],
-        ["tab\\tkey", "3", "-"],
+        ["a", "7", default],
+        ["b", "2", default],
+        ["tab\\tkey", "3", default],
     ]
     records = [json.loads(line) for line in run("list", "--json")[1].splitlines()]
+    numbering = {"stride": 1, "offset": 1, "max_value": None}
     assert [(r["key"], r["value"], r["numbering"]) for r in records] == [
-        ("a", 7, None),
-        ("b", 2, None),
-        ("tab\tkey", 3, None),
+        ("a", 7, numbering),
+        ("b", 2, numbering),
+        ("tab\tkey", 3, numbering),
     ]
     assert all(r["updated_at"].endswith("+00:00") for r in records)
 

@@ -20,6 +20,7 @@ from aioseq import (
     CounterWouldMoveBack,
     DynamoStore,
     Numbering,
+    NumberingMismatch,
     NumberOutOfRange,
 )
 from aioseq.config import NUMBERING_ATTRIBUTE
@@ -99,6 +100,19 @@ async def test_set_and_ensure_at_least_refuse_a_value_past_the_recorded_max_valu
     assert aioseq_store.requests["UpdateItem"] - before == 2  # refused on the limit, then pinned
     assert await aioseq_store.ensure_at_least("k", fits) == fits
     assert (await aioseq_store.describe_counter("k")).numbering == numbering  # kept
+
+
+@pytest.mark.parametrize("operation", ["set_counter", "ensure_at_least"])
+async def test_a_value_set_on_a_new_counter_records_the_default_numbering(
+    aioseq_store: DynamoStore, operation: str
+) -> None:
+    """The value was given as a number of the default numbering: an allocator with offset 0
+    (numbers 0, 1, 2, ...) would hand out the ids the value was meant to skip."""
+    await getattr(aioseq_store, operation)("orders", 10_997)
+    assert (await aioseq_store.describe_counter("orders")).numbering == Numbering()
+    with pytest.raises(NumberingMismatch):
+        await aioseq_store.block_allocator("orders", offset=0).next()
+    assert await aioseq_store.atomic_counter("orders").next() == 10_998
 
 
 async def test_a_counter_without_a_limit_of_its_own_is_set_in_one_request(
