@@ -129,7 +129,7 @@ del _name, _obj
 if TYPE_CHECKING:
     from aioseq.strategies import GaplessCounter as GaplessCounter  # deprecated since 0.2
 else:
-    from aioseq.strategies import deprecated_name as _deprecated_name
+    from aioseq._deprecated import renamed_attribute as _renamed_attribute
 
     def __getattr__(name: str) -> Any:
-        return _deprecated_name(__name__, globals(), name)
+        return _renamed_attribute(__name__, globals(), name)

@@ -13,7 +13,6 @@ import logging
 import os
 import socket
 import time
-import warnings
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
@@ -36,7 +35,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from aioseq import operations
+from aioseq import _deprecated, operations
 from aioseq._values import (
     Item,
     Numbering,
@@ -112,11 +111,7 @@ def _factory(
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         if replaced_by is not None:
-            warnings.warn(
-                f"DynamoStore.{name}() is deprecated; use {replaced_by}()",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            _deprecated.warn(f"DynamoStore.{name}() is deprecated since 0.2; use {replaced_by}()")
         return cls(self, *args, **kwargs)
 
     signature = inspect.signature(cls)

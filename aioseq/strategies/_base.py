@@ -6,12 +6,11 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aioseq import _retry
+from aioseq import _deprecated, _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
 from aioseq._values import Numbering, check_count, check_key, number, parse_counter
 from aioseq.config import MAX_NUMBER, RECENT_WRITES, GroupCommit
@@ -106,12 +105,7 @@ def group_commit(
 
 
 def _deprecated_keyword(old: str, new: str) -> None:
-    # stack: the caller, the strategy's __init__, _grouper, group_commit, here
-    warnings.warn(
-        f"{old}= is deprecated since 0.2; pass group=GroupCommit({new}=...)",
-        DeprecationWarning,
-        stacklevel=5,
-    )
+    _deprecated.warn(f"{old}= is deprecated since 0.2; pass group=GroupCommit({new}=...)")
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -238,13 +232,14 @@ class Strategy:
                 groups larger than ``largest``.
         """
         grouping = group_commit(group, max_group_size, batch_window_secs)
-        if grouping is None:
-            return None
-        if largest is not None and grouping.max_size is not None and grouping.max_size > largest:
+        asked = grouping.max_size if grouping is not None else max_group_size
+        if largest is not None and asked is not None and asked > largest:
             raise ConfigurationError(
                 f"{type(self).__name__} commits at most {largest} calls per request:"
-                f" GroupCommit(max_size={grouping.max_size})"
+                f" GroupCommit(max_size={asked})"
             )
+        if grouping is None:
+            return None
         return Coalescer(
             flush,
             max_batch=grouping.max_size or largest,

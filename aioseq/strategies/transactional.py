@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aioseq._coalesce import Waiter
+from aioseq._deprecated import renamed_attribute
 from aioseq._retry import is_transient
 from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
@@ -443,3 +444,11 @@ def _decisive(exc: TransactionCanceled) -> bool:
     counter's, or an item's) or an item was refused. Otherwise every reason is transient
     (``TransactionConflict``, throttling) and the request is to be sent again unchanged."""
     return bool({"ConditionalCheckFailed", "ValidationError"} & set(exc.codes))
+
+
+if TYPE_CHECKING:
+    GaplessCounter = TransactionalCounter  # deprecated since 0.2
+else:
+
+    def __getattr__(name: str) -> Any:
+        return renamed_attribute(__name__, globals(), name)

@@ -210,9 +210,15 @@ async def test_bad_group_options_are_refused(
 
 
 async def test_the_deprecated_names_warn_and_still_work(aioseq_store: DynamoStore) -> None:
-    with pytest.warns(DeprecationWarning, match="transactional_counter"):
+    with pytest.warns(DeprecationWarning, match="transactional_counter") as seen:
         invoices = aioseq_store.gapless_counter("c", group=True)
     assert isinstance(invoices, TransactionalCounter)
+    with pytest.warns(DeprecationWarning, match="batch_window_secs") as through_the_store:
+        aioseq_store.transactional_counter("d", batch_window_secs=0.01)
+    # at this file's lines, where Python's default filters show them, not at aioseq's
+    assert [w.filename for w in [*seen, *through_the_store]] == [__file__, __file__]
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigurationError, match="99"):
+        TransactionalCounter(aioseq_store, "e", group=False, max_group_size=500)  # still checked
     with pytest.warns(DeprecationWarning, match=r"GroupCommit\(max_size"):
         invoices = TransactionalCounter(aioseq_store, "c", max_group_size=10)
     assert await invoices.put(invoice) == 1
