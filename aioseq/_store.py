@@ -444,7 +444,9 @@ class DynamoStore:
 
     # --- numberings -------------------------------------------------------------------------
 
-    async def set_numbering(self, key: str, numbering: Numbering) -> Numbering | None:
+    async def set_numbering(
+        self, key: str, numbering: Numbering, *, previous: Numbering | None = None
+    ) -> Numbering | None:
         """Change counter ``key``'s recorded :class:`~aioseq.Numbering` (stride, offset,
         ``max_value``), moving its value so that the next number is above every number handed
         out under the old one. Stop the objects of the old numbering first: see
@@ -455,7 +457,7 @@ class DynamoStore:
             The numbering recorded before, or ``None`` if there was none.
         """
         self._check_open()
-        return await operations.set_numbering(self, key, numbering)
+        return await operations.set_numbering(self, key, numbering, previous=previous)
 
     # --- operating counters: the logic lives in aioseq.operations ----------------------------
 

@@ -16,7 +16,8 @@
 Operating counters (see docs/operations.md)::
 
     set KEY VALUE [--allow-backward]
-                                 set the counter's value (the last number handed out);
+                                 set the counter's value (the last number handed out,
+                                 under the default numbering);
                                  prints nothing on stdout, what it did on stderr; moving
                                  back is refused (exit 1) without --allow-backward
     list [--json]                every counter item: key, value, numbering, last update,
@@ -182,7 +183,8 @@ def _add_operations(
     setter = commands.add_parser(
         "set",
         parents=[common],
-        help="set a counter's value (the last number handed out); refuses to move it back",
+        help="set a counter's value (with the default numbering, the last number handed out);"
+        " refuses to move it back",
     )
     setter.add_argument("key", metavar="KEY", help="the counter key")
     setter.add_argument("value", metavar="VALUE", help="a whole number from 0 to 10**38 - 1")

@@ -161,22 +161,18 @@ def _parse_time(found: AttributeValue | None) -> datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
-def _parse_numbering(found: AttributeValue | None) -> Numbering | None:
-    text = found.get("S") if found else None
-    return None if text is None else Numbering.decode(text)
-
-
 def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str) -> CounterInfo:
     """The :class:`CounterInfo` of a counter item (AttributeValues).
 
     Raises:
-        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``.
-        ConfigurationError: its ``aioseq_numbering`` is not one aioseq wrote.
+        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
+            ``aioseq_numbering`` is not one aioseq wrote.
     """
+    recorded = recorded_text(item, key)
     return CounterInfo(
         key=key,
         value=parse_counter(item, key, attribute),
-        numbering=_parse_numbering(item.get(NUMBERING_ATTRIBUTE)),
+        numbering=None if recorded is None else Numbering.decode(recorded),
         updated_at=_parse_time(item.get(UPDATED_AT_ATTRIBUTE)),
     )
 
@@ -711,19 +707,24 @@ async def start_after_maximum(
     return await ensure_at_least(store, key, value_for_maximum(maximum, numbering))
 
 
-async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> Numbering | None:
+async def set_numbering(
+    store: DynamoStore, key: str, numbering: Numbering, *, previous: Numbering | None = None
+) -> Numbering | None:
     """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
     that the next number it hands out is above every number handed out under the old one.
 
     Two requests: a strongly consistent ``GetItem`` of the counter item, then::
 
-        UpdateItem  SET #numbering = :new, #value = :renumbered
+        UpdateItem  SET #numbering = :new, #value = :renumbered, aioseq_updated_at = :now
                     IF  #value = :value AND #numbering = :old
                         (attribute_not_exists(#numbering) for an item without one;
                          attribute_not_exists(#pk) when there is no counter item yet)
 
-    with ``:renumbered`` from :func:`renumbered_value` (a counter without a recorded numbering
-    counts as numbered ``stride=1 offset=1``). A writer that moved the counter in between fails
+    with ``:renumbered`` from :func:`~aioseq.numbering.renumbered_value`. A counter item that
+    records no numbering (written before numberings were recorded) and has handed out numbers
+    is refused unless ``previous`` says which numbering they were handed out under: guessing
+    ``stride=1 offset=1`` for what was an allocator with ``stride=3`` would hand its numbers
+    out again. A writer that moved the counter in between fails
     the condition and the two requests are made again, under the store's retry policy. With no
     counter item yet, it is created at value 0 with ``numbering``, so the numbering is fixed
     before the first number is taken. Setting the numbering a counter has changes nothing.
@@ -739,13 +740,18 @@ async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> N
         store: the store whose table holds the counter.
         key: the counter key.
         numbering: the new numbering.
+        previous: for a counter item that records no numbering, the one its numbers were
+            handed out under (ignored when one is recorded).
 
     Returns:
         The numbering recorded before, or ``None`` when there was none (no counter item, or
-        one written before numberings were recorded).
+        one written before numberings were recorded). After a lost answer and a resend, the
+        write (idempotent) is found done and the new numbering is returned as the old one.
 
     Raises:
-        ConfigurationError: a bad key, or ``numbering`` is not a :class:`~aioseq.Numbering`.
+        ConfigurationError: a bad key; ``numbering`` or ``previous`` is not a
+            :class:`~aioseq.Numbering`; or the counter records no numbering, has handed out
+            numbers, and ``previous`` is not given (nothing written).
         CounterValueInvalid: the counter item's value or numbering is unreadable.
         RetriesExhausted: writers kept moving the counter, or transient errors, beyond the
             retry policy.
@@ -753,8 +759,9 @@ async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> N
         StoreClosed: the store is closed.
     """
     check_key(key)
-    if not isinstance(numbering, Numbering):
-        raise ConfigurationError(f"numbering must be a Numbering, not {type(numbering).__name__}")
+    for name, given in (("numbering", numbering), ("previous", previous)):
+        if not isinstance(given, Numbering) and (name == "numbering" or given is not None):
+            raise ConfigurationError(f"{name} must be a Numbering, not {type(given).__name__}")
     table = store.table
     counter_key = store.counter_item_key(key)
 
@@ -765,11 +772,24 @@ async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> N
         item: dict[str, Any] | None = response.get("Item")
         old_text = recorded_text(item, key)
         value = parse_counter(item, key, table.value_attribute)
-        old = Numbering.decode(old_text) if old_text is not None else Numbering()
-        names = {"#numbering": NUMBERING_ATTRIBUTE, "#value": table.value_attribute}
+        if old_text is not None:
+            old = Numbering.decode(old_text)
+        elif previous is not None or value == 0:
+            old = previous or Numbering()
+        else:
+            raise ConfigurationError(
+                f"counter {key!r} records no numbering and is at value {value}: pass"
+                " previous=Numbering(...), the numbering its numbers were handed out under"
+            )
+        names = {
+            "#numbering": NUMBERING_ATTRIBUTE,
+            "#value": table.value_attribute,
+            "#updated": UPDATED_AT_ATTRIBUTE,
+        }
         values = {
             ":new": {"S": numbering.encode()},
             ":renumbered": number(renumbered_value(value, old, numbering)),
+            ":now": {"S": _now()},
         }
         if not item:
             condition = "attribute_not_exists(#pk)"
@@ -785,7 +805,7 @@ async def set_numbering(store: DynamoStore, key: str, numbering: Numbering) -> N
             "update_item",
             TableName=table.name,
             Key=counter_key,
-            UpdateExpression="SET #numbering = :new, #value = :renumbered",
+            UpdateExpression="SET #numbering = :new, #value = :renumbered, #updated = :now",
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,

@@ -13,6 +13,7 @@ import pytest
 from checks import put_counter_value
 
 from aioseq import (
+    ConfigurationError,
     CounterValueInvalid,
     DynamoStore,
     Numbering,
@@ -246,9 +247,26 @@ async def test_set_numbering_before_the_first_number(aioseq_store: DynamoStore) 
     async with store.block_allocator("new", stride=10, offset=7) as allocator:
         assert await allocator.next_many(3) == range(7, 37, 10)
     await put_counter_value(store, "legacy", {"N": "5"})
-    assert await store.set_numbering("legacy", Numbering(2, 2)) is None  # counted as 1, 2, 3
+    assert (
+        await store.set_numbering("legacy", Numbering(2, 2), previous=Numbering()) is None
+    )  # 1, 2, 3, 4, 5 handed out
     async with store.block_allocator("legacy", stride=2, offset=2) as allocator:
         assert await allocator.next() == 6
+
+
+async def test_a_counter_without_a_recorded_numbering_is_renumbered_only_when_told_its_own(
+    aioseq_store: DynamoStore,
+) -> None:
+    """A counter from before numberings were recorded, used by an allocator with stride 3 and
+    offset 2 up to value 5 (numbers 2, 5, 8, 11, 14): assuming stride 1 would make the next
+    number 6 and hand 8, 11 and 14 out again."""
+    store = aioseq_store
+    await put_counter_value(store, "legacy", {"N": "5"})
+    with pytest.raises(ConfigurationError, match="previous=Numbering"):
+        await store.set_numbering("legacy", Numbering())
+    assert await value(store, "legacy") == 5 and await recorded(store, "legacy") is None
+    assert await store.set_numbering("legacy", Numbering(), previous=Numbering(3, 2)) is None
+    assert await store.atomic_counter("legacy").next() == 15
 
 
 async def test_an_allocator_does_not_give_back_after_a_renumbering(

@@ -76,6 +76,9 @@ def test_counter_info_reads_a_counter_item() -> None:
     assert counter_info(odd_time, key="k", attribute="value").updated_at is None
     with pytest.raises(CounterValueInvalid):
         counter_info({**item, "value": {"N": "1.5"}}, key="k", attribute="value")
+    for numbering in ({"S": "stride=3"}, {"S": "offset=2 stride=3"}, {"N": "3"}):
+        with pytest.raises(CounterValueInvalid, match="aioseq_numbering"):  # as writers say it
+            counter_info({**item, "aioseq_numbering": numbering}, key="k", attribute="value")
 
 
 @pytest.mark.parametrize(
