@@ -334,6 +334,13 @@ class Numbering:
         """The number of counter value ``value`` (>= 1)."""
         return self.offset + (value - 1) * self.stride
 
+    def count_up_to(self, highest: int) -> int:
+        """How many of this numbering's numbers are ``<= highest``: the counter value whose
+        number is the highest one not above it (0 when none is that low)."""
+        if highest < self.offset:
+            return 0
+        return (highest - self.offset) // self.stride + 1
+
     def encode(self) -> str:
         """The attribute's text: ``"stride=S offset=O"``, then ``" max_value=M"`` if set."""
         text = f"stride={self.stride} offset={self.offset}"

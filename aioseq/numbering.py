@@ -138,9 +138,4 @@ def renumbered_value(value: int, old: Numbering, new: Numbering) -> int:
     >>> renumbered_value(14, Numbering(), Numbering(3, 2))  # 1 .. 14, then 17
     5
     """
-    if value <= 0:
-        return 0
-    last = old.number(value)
-    if last < new.offset:
-        return 0
-    return (last - new.offset) // new.stride + 1
+    return new.count_up_to(old.number(value)) if value > 0 else 0

@@ -213,11 +213,7 @@ def value_for_maximum(maximum: int, numbering: Numbering | None) -> int:
     """The counter value after which every number handed out is above ``maximum``: the value
     of the highest number ``<= maximum`` under ``numbering`` (``maximum`` itself under the
     default numbering; 0 when no number is that low)."""
-    if numbering is None:
-        return maximum
-    if maximum < numbering.offset:
-        return 0
-    return (maximum - numbering.offset) // numbering.stride + 1
+    return maximum if numbering is None else numbering.count_up_to(maximum)
 
 
 def _whole(found: AttributeValue | None) -> int | None:

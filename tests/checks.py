@@ -4,6 +4,9 @@ they can see what aioseq wrote, or make a counter item aioseq would never make).
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -57,3 +60,22 @@ def record_requests(store: DynamoStore) -> list[tuple[str, dict[str, Any]]]:
 
     store.client.meta.events.register("before-parameter-build.dynamodb", record)
     return sent
+
+
+def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The ``aioseq`` command as a script runs it (``python -m aioseq``), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "aioseq", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def cli_table(endpoint: str) -> str:
+    """A fresh table made with ``aioseq create-table`` on ``endpoint``; returns its name."""
+    name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
+    created = aioseq("--endpoint-url", endpoint, "--table", name, "create-table")
+    assert created.returncode == 0, created.stderr
+    return name

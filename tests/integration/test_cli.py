@@ -10,28 +10,15 @@ import sys
 import uuid
 
 import pytest
-from checks import assert_distinct, assert_exactly
+from checks import aioseq, assert_distinct, assert_exactly, cli_table
 
 from aioseq import DynamoStore, TableSpec
 from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
 
 
-def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aioseq", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture
 def table(aioseq_endpoint: str) -> str:
-    name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
-    created = aioseq("--endpoint-url", aioseq_endpoint, "--table", name, "create-table")
-    assert created.returncode == 0, created.stderr
-    return name
+    return cli_table(aioseq_endpoint)
 
 
 def test_create_table_twice_succeeds(aioseq_endpoint: str, table: str) -> None:

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from test_cli import aioseq
+from checks import aioseq, cli_table
 
 from aioseq import DynamoStore, TableSpec, iam
 
@@ -16,9 +16,7 @@ from aioseq import DynamoStore, TableSpec, iam
 @pytest.fixture
 def run(aioseq_endpoint: str) -> Any:
     """``run(*args)``: the CLI on a fresh table of the selected server."""
-    table = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
-    created = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "create-table")
-    assert created.returncode == 0, created.stderr
+    table = cli_table(aioseq_endpoint)
 
     def run(*args: str) -> tuple[int, str, str]:
         done = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, *args)

@@ -7,10 +7,9 @@ import asyncio
 import subprocess
 import sys
 import uuid
-from typing import Any
 
 import pytest
-from checks import put_counter_value
+from checks import aioseq, cli_table, counter_item, put_counter_value
 
 from aioseq import (
     ConfigurationError,
@@ -23,17 +22,6 @@ from aioseq import (
     TableSpec,
 )
 from aioseq._values import NUMBERING_ATTRIBUTE
-
-
-async def counter_item(store: DynamoStore, key: str) -> dict[str, Any] | None:
-    response = await store.call(
-        "get_item",
-        TableName=store.table.name,
-        Key=store.counter_item_key(key),
-        ConsistentRead=True,
-    )
-    item: dict[str, Any] | None = response.get("Item")
-    return item
 
 
 async def recorded(store: DynamoStore, key: str) -> str | None:
@@ -284,22 +272,9 @@ async def test_an_allocator_does_not_give_back_after_a_renumbering(
 # --- the command line -------------------------------------------------------------------------
 
 
-def aioseq(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aioseq", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture
 def table(aioseq_endpoint: str) -> str:
-    name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
-    created = aioseq("--endpoint-url", aioseq_endpoint, "--table", name, "create-table")
-    assert created.returncode == 0, created.stderr
-    return name
+    return cli_table(aioseq_endpoint)
 
 
 def test_the_issues_script(aioseq_endpoint: str, table: str) -> None:
