@@ -8,7 +8,6 @@ Open one :class:`DynamoStore` for the life of the application and make counters 
 """
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
 
 # the store: one pooled client, one table
 from aioseq._store import DynamoStore as DynamoStore
@@ -125,11 +124,3 @@ for _name in __all__:
     if isinstance(_obj, type):
         _obj.__module__ = "aioseq"
 del _name, _obj
-
-if TYPE_CHECKING:
-    from aioseq.strategies import GaplessCounter as GaplessCounter  # deprecated since 0.2
-else:
-    from aioseq._deprecated import renamed_attribute as _renamed_attribute
-
-    def __getattr__(name: str) -> Any:
-        return _renamed_attribute(__name__, globals(), name)

@@ -1,22 +1,27 @@
-"""The one retry loop: tenacity's ``AsyncRetrying``, bounded, jittered, reason-aware."""
+"""The one retry engine: every request aioseq sends runs through :meth:`RetryEngine.run`.
+
+An engine is built once per :class:`~aioseq.config.RetryPolicy` (the store builds it) and holds
+tenacity's stop and wait objects (aiodynamo's frozen ``RetryConfig`` with its ``attempts()``
+loop; tenacity's ``AsyncRetrying``). The first attempt goes straight to the request: no retry
+machinery is entered, and nothing is allocated for it, until an attempt has failed. From then
+on tenacity runs the attempts, bounded by the policy, with full-jitter backoff (AWS
+Architecture Blog, "Exponential Backoff And Jitter").
+
+A caller supplies only how to classify a failed attempt (:class:`Verdict`): retry after a
+backoff, retry at once, or fail. Whatever state carries from one attempt to the next (a value
+learnt from a lost race, a write in flight) lives in the attempt's closure or object.
+"""
 
 from __future__ import annotations
 
+import enum
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    RetryError,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_after_delay,
-    wait_random_exponential,
-)
-from tenacity.stop import stop_base
+from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
 
 from aioseq.config import RetryPolicy
 from aioseq.errors import (
@@ -28,16 +33,39 @@ from aioseq.errors import (
 )
 from aioseq.observe import Observer, RetryEvent, notify
 
+__all__ = ["RetryEngine", "Verdict", "is_conflict_reason", "is_transient", "reason", "transient"]
+
 T = TypeVar("T")
 
 log = logging.getLogger("aioseq")
 
 
+class Verdict(enum.Enum):
+    """What becomes of a failed attempt."""
+
+    #: Try again after a jittered backoff (throttling, 5xx, a lost connection, a lost race).
+    RETRY = "retry"
+    #: Try again at once: the attempt learnt what the next one needs and nothing argues for
+    #: waiting (the sort-key strategy's ``+1`` after a taken key).
+    RETRY_NOW = "retry now"
+    #: The error ends the call.
+    FAIL = "fail"
+
+
+Classify = Callable[[Exception], Verdict]
+
+
 def is_transient(exc: BaseException) -> bool:
-    """True for errors that any operation may retry: throttling, transaction conflicts, 5xx and
+    """True for errors that any request may retry: throttling, transaction conflicts, 5xx and
     lost connections (``StoreError.retryable``). ``CancelledError`` and every other
     ``BaseException`` that is not an ``Exception`` are never retried."""
     return isinstance(exc, StoreError) and exc.retryable
+
+
+def transient(exc: Exception) -> Verdict:
+    """The default classification: transient errors are retried after a backoff, every other
+    error fails the call."""
+    return Verdict.RETRY if is_transient(exc) else Verdict.FAIL
 
 
 def reason(exc: BaseException) -> str:
@@ -56,120 +84,182 @@ def is_conflict_reason(reason: str) -> bool:
     return "ConditionalCheckFailed" in reason
 
 
-class unreachable_for(stop_base):
-    """A tenacity stop condition: the last attempt found the endpoint unreachable and
-    ``seconds`` have passed since the first attempt."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        outcome = retry_state.outcome
-        error = outcome.exception() if outcome is not None else None
-        elapsed = retry_state.seconds_since_start or 0.0
-        return isinstance(error, EndpointUnreachable) and elapsed >= self.seconds
-
-
-async def retry(
-    attempt: Callable[[], Awaitable[T]],
-    *,
-    policy: RetryPolicy,
-    retry_if: Callable[[BaseException], bool] = is_transient,
-    retries: Counter[str] | None = None,
-    at_once: Callable[[BaseException], bool] = lambda exc: False,
-    observer: Observer | None = None,
-    counter_key: str = "",
-) -> T:
-    """Run ``attempt`` until it returns, retrying the errors ``retry_if`` accepts.
+class RetryEngine:
+    """Runs attempts under one :class:`~aioseq.config.RetryPolicy`; built once, used by every
+    request of a store (counters, allocators, counter administration, the table's creation and
+    its wait).
 
     Parameters:
-        attempt: a coroutine function taking no arguments; state that must carry over from one
-            attempt to the next (a value learnt from a lost race) lives in its closure.
-        policy: the bounds and waits.
-        retry_if: which errors to retry; anything else propagates at once.
-        retries: if given, each retry is counted here under :func:`reason` of its error.
-        at_once: errors to retry without waiting (the sort-key strategy's ``+1`` after a
-            taken key). Every other retry waits with full jitter, lost races included: a
-            writer that wins gets its answer first and its next request in first, so losers
-            retrying at once with the value they learnt would keep losing to it; full jitter
-            also minimises total work for optimistic concurrency (AWS Architecture Blog,
-            "Exponential Backoff And Jitter").
+        policy: the bounds and the waits.
         observer: if given, each retry is reported to its ``on_retry``.
-        counter_key: the key of the counter that retries, for the observer and the log.
-
-    Raises:
-        RetriesExhausted: the bounds were reached; ``last_error`` (and ``__cause__``) is the last
-            attempt's error.
-        whatever ``attempt`` raises that ``retry_if`` rejects, unchanged.
     """
 
-    def count(state: RetryCallState) -> None:
+    __slots__ = ("_jitter", "observer", "policy")
+
+    def __init__(self, policy: RetryPolicy, observer: Observer | None = None) -> None:
+        self.policy = policy
+        self.observer = observer
+        self._jitter = wait_random_exponential(
+            multiplier=policy.initial_backoff_secs, max=policy.max_backoff_secs
+        )
+
+    async def run(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        classify: Classify = transient,
+        retries: Counter[str] | None = None,
+        counter_key: str = "",
+    ) -> T:
+        """Await ``attempt()`` until it returns, as the policy allows.
+
+        Parameters:
+            attempt: a coroutine function of no arguments: one attempt.
+            classify: the :class:`Verdict` on an attempt's error (default: :func:`transient`).
+                Only ``Exception``\\ s are classified: ``CancelledError`` always propagates.
+            retries: if given, each retry is counted here under :func:`reason` of its error.
+            counter_key: the key of the counter that retries, for the observer and the log.
+
+        Returns:
+            what the first successful attempt returned.
+
+        Raises:
+            RetriesExhausted: the policy's bounds were reached (``max_attempts`` attempts,
+                ``max_delay_secs`` since the first attempt began, or an unreachable endpoint
+                for ``max_unreachable_secs``); ``last_error`` and ``__cause__`` are the last
+                attempt's error, and ``maybe_applied`` says whether any attempt may have been
+                applied.
+            whatever an attempt raises that ``classify`` fails, with ``maybe_applied`` set
+                when an earlier attempt may have been applied.
+        """
+        started = time.monotonic()
+        try:
+            return await attempt()
+        except Exception as exc:
+            if classify(exc) is Verdict.FAIL:
+                raise
+            first = exc
+        run = _Run(self, attempt, first, classify, retries, counter_key, started)
+        return await run.go()
+
+
+class _Run(Generic[T]):
+    """The retries of one :meth:`RetryEngine.run` after its first attempt failed: tenacity's
+    ``AsyncRetrying`` with this run's classification, the engine's jitter and bounds."""
+
+    __slots__ = (
+        "ambiguous",
+        "attempt",
+        "classify",
+        "counter_key",
+        "engine",
+        "first",
+        "retries",
+        "started",
+    )
+
+    def __init__(
+        self,
+        engine: RetryEngine,
+        attempt: Callable[[], Awaitable[T]],
+        first: Exception,
+        classify: Classify,
+        retries: Counter[str] | None,
+        counter_key: str,
+        started: float,
+    ) -> None:
+        self.engine = engine
+        self.attempt = attempt
+        self.first: Exception | None = first
+        self.classify = classify
+        self.retries = retries
+        self.counter_key = counter_key
+        self.started = started
+        # An attempt failed in a way that may hide its success.
+        self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
+
+    async def go(self) -> T:
+        policy = self.engine.policy
+        retrying = AsyncRetrying(
+            stop=self._stop,
+            wait=self._wait,
+            retry=self._retry,
+            before_sleep=self._before_sleep,
+            sleep=policy.sleep,
+            reraise=False,
+        )
+        try:
+            return await retrying(self._again)
+        except AioseqError as exc:  # not retried: it ends the call, and says what may be written
+            exc.maybe_applied = exc.maybe_applied or self.ambiguous
+            raise
+        except RetryError as exhausted:
+            last = exhausted.last_attempt
+            error = last.exception()
+            log.info(
+                "counter %r: gave up after %d attempts; last error: %s",
+                self.counter_key,
+                last.attempt_number,
+                reason(error) if error is not None else None,
+            )
+            raise RetriesExhausted(
+                last.attempt_number, error, maybe_applied=self.ambiguous
+            ) from error
+
+    async def _again(self) -> T:
+        """tenacity's attempt: the first one replays the error already met, so the policy
+        counts it; the others call the attempt."""
+        if self.first is not None:
+            first, self.first = self.first, None
+            raise first
+        try:
+            return await self.attempt()
+        except AioseqError as exc:
+            self.ambiguous = self.ambiguous or exc.maybe_applied
+            raise
+
+    def _retry(self, state: RetryCallState) -> bool:
+        error = state.outcome.exception() if state.outcome is not None else None
+        return isinstance(error, Exception) and self.classify(error) is not Verdict.FAIL
+
+    def _stop(self, state: RetryCallState) -> bool:
+        policy = self.engine.policy
+        if state.attempt_number >= policy.max_attempts:
+            return True
+        elapsed = time.monotonic() - self.started
+        if elapsed >= policy.max_delay_secs:
+            return True
+        error = state.outcome.exception() if state.outcome is not None else None
+        return isinstance(error, EndpointUnreachable) and elapsed >= policy.max_unreachable_secs
+
+    def _wait(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, Exception) and self.classify(error) is Verdict.RETRY_NOW:
+            return 0.0
+        return float(self.engine._jitter(state))
+
+    def _before_sleep(self, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
         if error is None:
             return
         why = reason(error)
-        if retries is not None:
-            retries[why] += 1
+        if self.retries is not None:
+            self.retries[why] += 1
         wait_secs = state.next_action.sleep if state.next_action is not None else 0.0
         log.debug(
             "counter %r: attempt %d failed (%s); retrying in %.3f s",
-            counter_key,
+            self.counter_key,
             state.attempt_number,
             why,
             wait_secs,
         )
+        observer = self.engine.observer
         if observer is not None:
             event = RetryEvent(
-                counter_key=counter_key,
+                counter_key=self.counter_key,
                 reason=why,
                 conflict=is_conflict_reason(why),
                 attempt=state.attempt_number,
                 wait_secs=wait_secs,
             )
             notify(observer.on_retry, event)
-
-    jitter = wait_random_exponential(
-        multiplier=policy.initial_backoff_secs, max=policy.max_backoff_secs
-    )
-
-    def wait(state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        return 0.0 if error is not None and at_once(error) else jitter(state)
-
-    retrying = AsyncRetrying(
-        stop=(
-            stop_after_attempt(policy.max_attempts)
-            | stop_after_delay(policy.max_delay_secs)
-            | unreachable_for(policy.max_unreachable_secs)
-        ),
-        wait=wait,
-        retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and retry_if(exc)),
-        before_sleep=count,
-        sleep=policy.sleep,
-        reraise=False,
-    )
-    ambiguous = False  # an attempt failed in a way that may hide its success
-
-    async def tracked() -> T:
-        nonlocal ambiguous
-        try:
-            return await attempt()
-        except AioseqError as exc:
-            ambiguous = ambiguous or exc.maybe_applied
-            raise
-
-    try:
-        return await retrying(tracked)
-    except AioseqError as exc:  # not retried: it ends the call, and says what may be written
-        exc.maybe_applied = exc.maybe_applied or ambiguous
-        raise
-    except RetryError as exhausted:
-        last = exhausted.last_attempt
-        error = last.exception()
-        log.info(
-            "counter %r: gave up after %d attempts; last error: %s",
-            counter_key,
-            last.attempt_number,
-            reason(error) if error is not None else None,
-        )
-        raise RetriesExhausted(last.attempt_number, error, maybe_applied=ambiguous) from error

@@ -1,8 +1,9 @@
-"""``DynamoStore``: the one place in aioseq that talks to botocore.
-
-It holds one long-lived DynamoDB client (opened here, or borrowed from the application), sends
-every request aioseq makes, counts them, and translates DynamoDB's errors into aioseq's by error
-code. The strategies build requests; they never see botocore.
+"""``DynamoStore``: the front door. It holds the table spec, the retry policy and its engine,
+the observer, the transport (one long-lived DynamoDB client, opened here or borrowed from the
+application) and everything made on it (counters, allocators), which it closes with itself; its
+typed factories make the strategies and the allocator. botocore lives in
+:mod:`aioseq._transport`, retries in :mod:`aioseq._retry`, counter administration in
+:mod:`aioseq.admin`.
 """
 
 from __future__ import annotations
@@ -11,31 +12,20 @@ import asyncio
 import inspect
 import logging
 import os
-import socket
-import time
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import aioboto3
-import aiohttp
 from aiobotocore.config import AioConfig
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    HTTPClientError,
-    NoCredentialsError,
-    NoRegionError,
-    PartialCredentialsError,
-    WaiterError,
-)
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import BotoCoreError, NoRegionError
 
-from aioseq import _deprecated, operations
+from aioseq import operations
+from aioseq._protocols import Closeable
+from aioseq._retry import RetryEngine
+from aioseq._transport import NO_CREDENTIALS, Transport
 from aioseq._values import (
     Item,
     Numbering,
@@ -46,21 +36,8 @@ from aioseq._values import (
 )
 from aioseq.allocator import BlockAllocator
 from aioseq.config import DEFAULT_TABLE_NAME, RetryPolicy, TableSpec
-from aioseq.errors import (
-    ConditionFailed,
-    ConfigurationError,
-    ConnectionFailed,
-    EndpointUnreachable,
-    ServiceUnavailable,
-    StoreClosed,
-    StoreError,
-    TableNotFound,
-    Throttled,
-    TransactionCanceled,
-    TransactionConflict,
-    ValidationFailed,
-)
-from aioseq.observe import Observer, RequestEvent, notify
+from aioseq.errors import ConfigurationError, StoreClosed, StoreError
+from aioseq.observe import Observer
 from aioseq.strategies.counter import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter
 from aioseq.strategies.sort_key import SortKeyCounter
@@ -78,40 +55,24 @@ T = TypeVar("T")
 
 log = logging.getLogger("aioseq")
 
-#: DynamoDB error code -> aioseq error class (ADY's ``ERRORS``, HC's ``map_exceptions``).
-_ERRORS: dict[str, type[StoreError]] = {
-    "ConditionalCheckFailedException": ConditionFailed,
-    "TransactionCanceledException": TransactionCanceled,
-    "ResourceNotFoundException": TableNotFound,
-    "ValidationException": ValidationFailed,
-    "ProvisionedThroughputExceededException": Throttled,
-    "ThrottlingException": Throttled,
-    "RequestLimitExceeded": Throttled,
-    "TransactionConflictException": TransactionConflict,
-    "TransactionInProgressException": TransactionConflict,
-    "InternalServerError": ServiceUnavailable,
-    "ServiceUnavailable": ServiceUnavailable,
-}
-
 #: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
 LOCAL_REGION = "us-east-1"
 #: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
 #: accepts only letters and digits in access key ids).
 LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
+#: Seconds between two ``DescribeTable`` polls while a new table is not ``ACTIVE`` yet.
+TABLE_POLL_SECS = 0.5
 
 
 def _factory(
-    cls: Callable[Concatenate[DynamoStore, P], T], name: str, *, replaced_by: str | None = None
+    cls: Callable[Concatenate[DynamoStore, P], T], name: str
 ) -> Callable[Concatenate[DynamoStore, P], T]:
     """A factory method of :class:`DynamoStore` that makes ``cls`` on the store, with
     ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
     through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
-    ``__signature__`` copied from ``cls`` (without its ``store``). With ``replaced_by``, the
-    method is a deprecated alias of that one: it warns (:class:`DeprecationWarning`) first."""
+    ``__signature__`` copied from ``cls`` (without its ``store``)."""
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        if replaced_by is not None:
-            _deprecated.warn(f"DynamoStore.{name}() is deprecated since 0.2; use {replaced_by}()")
         return cls(self, *args, **kwargs)
 
     signature = inspect.signature(cls)
@@ -126,8 +87,6 @@ def _factory(
         f" :meth:`aclose`): ``store.{name}(...)`` is ``{cls.__name__}(store, ...)``, with the"
         f" same parameters, errors and guarantees."
     )
-    if replaced_by is not None:
-        make.__doc__ = f"Deprecated since 0.2: use :meth:`{replaced_by}`. {make.__doc__}"
     return make
 
 
@@ -140,50 +99,6 @@ def configured_endpoint(endpoint_url: str | None = None) -> str | None:
         or os.environ.get("AWS_ENDPOINT_URL")
         or None
     )
-
-
-def translate(error: Exception, operation: str) -> StoreError:
-    """Turn a botocore error into the matching aioseq :class:`~aioseq.errors.StoreError`."""
-    if isinstance(error, ClientError):
-        response: Mapping[str, Any] = error.response
-        code = str(response.get("Error", {}).get("Code", ""))
-        message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
-        cls = _ERRORS.get(code)
-        if cls is None:
-            status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-            cls = ServiceUnavailable if status >= 500 else StoreError
-        if cls is ConditionFailed:
-            item = response.get("Item")
-            return ConditionFailed(message, code=code, operation=operation, item=item)
-        if cls is TransactionCanceled:
-            return TransactionCanceled(
-                message,
-                code=code,
-                operation=operation,
-                cancellation_reasons=response.get("CancellationReasons", ()),
-            )
-        return cls(message, code=code, operation=operation)
-    cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
-    return cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
-
-
-def _never_sent(error: Exception) -> bool:
-    """Whether a connection error happened before the request was sent: no connection could
-    be made (refused, no such host, connect timeout). aiobotocore raises
-    ``EndpointConnectionError`` for those and also for a connection reset after sending, so
-    the aiohttp error inside it decides."""
-    if isinstance(error, ConnectTimeoutError):
-        return True
-    if isinstance(error, EndpointConnectionError):
-        cause = getattr(error, "kwargs", {}).get("error")
-        return isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror))
-    return False
-
-
-_NO_CREDENTIALS = (
-    "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
-    " or run where a role provides them"
-)
 
 
 class DynamoStore:
@@ -220,20 +135,35 @@ class DynamoStore:
         retry_policy: RetryPolicy | None = None,
         observer: Observer | None = None,
     ) -> None:
-        self.client = client
-        self.table = table if isinstance(table, TableSpec) else TableSpec(name=table)
+        spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
+        self._start(Transport(client, observer=observer, table_name=spec.name), spec, retry_policy)
+
+    def _start(
+        self, transport: Transport, table: TableSpec, retry_policy: RetryPolicy | None
+    ) -> None:
+        self.transport = transport
+        self.client = transport.client
+        self.table = table
+        self.observer = transport.observer
         self.retry_policy = retry_policy or RetryPolicy()
-        self.observer = observer
-        self._requests: Counter[str] = Counter()
-        self._exit_stack: AsyncExitStack | None = None
+        #: The retry engine every request of this store and its objects runs under.
+        self.retry = RetryEngine(self.retry_policy, self.observer)
         self._closed = False  # aclose() began: new calls on the store's objects are refused
-        self._client_closed = False  # aclose() is done with requests: call() refuses them too
         self._close_task: asyncio.Task[None] | None = None
-        self._in_flight = 0  # call()s awaiting an answer
-        self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
         # Everything made on this store (counters, allocators), closed with it.
         self._made: weakref.WeakSet[Closeable] = weakref.WeakSet()
-        client.meta.events.register("before-send.dynamodb", self._count_request)
+
+    @classmethod
+    def _owning(
+        cls,
+        transport: Transport,
+        table: TableSpec,
+        retry_policy: RetryPolicy | None,
+    ) -> DynamoStore:
+        """A store over a transport that owns its client (:meth:`open`)."""
+        store = cls.__new__(cls)
+        store._start(transport, table, retry_policy)
+        return store
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -312,7 +242,7 @@ class DynamoStore:
                 log.info("no AWS credentials found; using dummy ones for %s", endpoint)
                 client_args.update(LOCAL_CREDENTIALS)
             elif credentials is None:
-                raise ConfigurationError(_NO_CREDENTIALS)
+                raise ConfigurationError(NO_CREDENTIALS)
             config = AioConfig(
                 max_pool_connections=max_pool_connections,
                 connect_timeout=connect_timeout_secs,
@@ -327,9 +257,8 @@ class DynamoStore:
             except (NoRegionError, ValueError, BotoCoreError) as exc:
                 await stack.aclose()
                 raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
-            store = DynamoStore(client, spec, retry_policy=retry_policy, observer=observer)
-            store._exit_stack = stack
-            return store
+            transport = Transport(client, owner=stack, observer=observer, table_name=spec.name)
+            return DynamoStore._owning(transport, spec, retry_policy)
 
         return _Opening(open_store)
 
@@ -379,20 +308,7 @@ class DynamoStore:
                 await asyncio.wait_for(_close_all(phase), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
                 log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
-        if self._in_flight:
-            self._drained = asyncio.Event()
-            try:
-                await asyncio.wait_for(self._drained.wait(), max(0.0, deadline - loop.time()))
-            except asyncio.TimeoutError:
-                log.warning(
-                    "DynamoStore.aclose(): %d requests still in flight after %.1f s",
-                    self._in_flight,
-                    timeout_secs,
-                )
-        self._client_closed = True
-        self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
-        if self._exit_stack is not None:
-            await self._exit_stack.aclose()
+        await self.transport.aclose(deadline=deadline)
 
     def _adopt(self, thing: Closeable) -> None:
         """Remember an object made on this store, to close it with the store.
@@ -422,7 +338,7 @@ class DynamoStore:
         state = "closed" if self._closed else "open"
         return (
             f"<DynamoStore table={self.table.name!r} {state}"
-            f" requests={sum(self._requests.values())}>"
+            f" requests={sum(self.transport.requests.values())}>"
         )
 
     # --- the counters -----------------------------------------------------------------------
@@ -435,12 +351,6 @@ class DynamoStore:
     sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
     transactional_counter = _factory(TransactionalCounter, "transactional_counter")
     block_allocator = _factory(BlockAllocator, "block_allocator")
-
-    #: Deprecated since 0.2: the name of :meth:`transactional_counter` before the strategy had
-    #: one name everywhere (the sort-key strategy is gapless too). Warns, then makes the same.
-    gapless_counter = _factory(
-        TransactionalCounter, "gapless_counter", replaced_by="transactional_counter"
-    )
 
     # --- numberings -------------------------------------------------------------------------
 
@@ -508,80 +418,30 @@ class DynamoStore:
         """HTTP requests sent to DynamoDB through this client since the store was made, by API
         operation (``{"UpdateItem": 12, ...}``), counted by a botocore ``before-send`` event
         hook, so a borrowed client's own retries count too. A copy."""
-        return Counter(self._requests)
-
-    def _count_request(self, event_name: str, **kwargs: Any) -> None:
-        self._requests[event_name.rsplit(".", 1)[-1]] += 1
+        return self.transport.requests
 
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """Send one DynamoDB API request (``operation`` as botocore's method name, e.g.
-        ``"update_item"``) and return its response.
+        ``"update_item"``) and return its response: one attempt, no retries (see
+        :meth:`request`).
 
         Raises:
-            StoreClosed: after :meth:`aclose`.
+            StoreClosed: after :meth:`aclose` (with ``maybe_applied`` if the close cut the
+                request off).
             StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
         """
-        if self._client_closed:
-            raise StoreClosed("this DynamoStore is closed")
-        self._in_flight += 1
-        try:
-            if self.observer is not None:
-                return await self._observed_call(self.observer, operation, params)
-            method = getattr(self.client, operation)
-            try:
-                response: dict[str, Any] = await method(**params)
-            except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
-                raise translate(exc, _operation_name(operation)) from exc
-            except (NoCredentialsError, PartialCredentialsError) as exc:
-                raise ConfigurationError(_NO_CREDENTIALS) from exc
-            return response
-        except (asyncio.CancelledError, ConnectionFailed) as exc:
-            # Cut off by aclose() closing the client (not a cancellation of the caller, not a
-            # service answer, which passes as it is): the request's fate is unknown.
-            owned = self._exit_stack is not None
-            if self._client_closed and owned and not _cancelling():
-                closed = StoreClosed("this DynamoStore was closed during the request")
-                closed.maybe_applied = True  # the request was sent; its fate is unknown
-                raise closed from exc
-            raise
-        finally:
-            self._in_flight -= 1
-            if not self._in_flight and self._drained is not None:
-                self._drained.set()
+        return await self.transport.send(operation, params)
 
-    async def _observed_call(
-        self, observer: Observer, operation: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """:meth:`call` with an observer: asks for ``ReturnConsumedCapacity=TOTAL`` on item
-        requests, times the request and reports it, answered or failed."""
-        if operation in _CAPACITY_OPERATIONS:
-            params.setdefault("ReturnConsumedCapacity", "TOTAL")
-        name = _operation_name(operation)
-        error: str | None = None
-        response: dict[str, Any] = {}
-        started = time.perf_counter()
-        try:
-            response = await getattr(self.client, operation)(**params)
-        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
-            translated = translate(exc, name)
-            error = translated.code or type(translated).__name__
-            raise translated from exc
-        except (NoCredentialsError, PartialCredentialsError) as exc:
-            error = type(exc).__name__
-            raise ConfigurationError(_NO_CREDENTIALS) from exc
-        except Exception as exc:
-            error = type(exc).__name__
-            raise
-        finally:
-            event = RequestEvent(
-                operation=name,
-                table=self.table.name,
-                latency_secs=time.perf_counter() - started,
-                consumed_capacity_units=_capacity_units(response.get("ConsumedCapacity")),
-                error=error,
-            )
-            notify(observer.on_request, event)
-        return response
+    async def request(self, operation: str, **params: Any) -> dict[str, Any]:
+        """:meth:`call` under the store's retry engine: transient errors (throttling, 5xx, a
+        lost connection) are retried as :attr:`retry_policy` allows. For requests that are
+        safe to send twice (reads, table administration, idempotent conditional writes).
+
+        Raises:
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreClosed, StoreError: as :meth:`call`, for errors that are not retried.
+        """
+        return await self.retry.run(lambda: self.transport.send(operation, params))
 
     # --- keys -------------------------------------------------------------------------------
 
@@ -599,17 +459,25 @@ class DynamoStore:
         """Create the table (on-demand, ``PAY_PER_REQUEST``) if it does not exist, and wait until
         it is ``ACTIVE``. Idempotent: an existing table is checked, not changed.
 
-        DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until active (a botocore
-        waiter polling every second, at most ``timeout_secs``).
+        DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until the table is
+        ``ACTIVE`` (at once, then every :data:`TABLE_POLL_SECS`, at most ``timeout_secs``).
+        Every request runs under the store's retry engine, so a 5xx or a reset is ridden out;
+        a ``CreateTable`` whose answer was lost and that is resent finds the table it made
+        (``ResourceInUseException``), which counts as existing.
+
+        Parameters:
+            timeout_secs: the most to wait for the table to become ``ACTIVE`` (> 0).
 
         Returns:
             True if this call created the table, False if it existed.
 
         Raises:
             ConfigurationError: the existing table's key schema is not the one
-                :class:`~aioseq.config.TableSpec` describes.
+                :class:`~aioseq.config.TableSpec` describes; a bad ``timeout_secs``.
+            RetriesExhausted: transient errors outlasted the retry policy.
             StoreError: the table did not become active in time, or DynamoDB refused.
         """
+        check_seconds(timeout_secs, "timeout_secs")
         spec = self.table
         key_schema = [{"AttributeName": spec.partition_key, "KeyType": "HASH"}]
         attributes = [{"AttributeName": spec.partition_key, "AttributeType": "S"}]
@@ -617,7 +485,7 @@ class DynamoStore:
             key_schema.append({"AttributeName": spec.sort_key, "KeyType": "RANGE"})
             attributes.append({"AttributeName": spec.sort_key, "AttributeType": spec.sort_key_type})
         try:
-            await self.call(
+            await self.request(
                 "create_table",
                 TableName=spec.name,
                 KeySchema=key_schema,
@@ -630,16 +498,28 @@ class DynamoStore:
                 raise
             created = False
         self._check_open()
-        try:
-            await self.client.get_waiter("table_exists").wait(
-                TableName=spec.name,
-                WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout_secs))},
-            )
-        except WaiterError as exc:
-            raise StoreError(f"table {spec.name!r} is not active: {exc}") from exc
+        await self._wait_until_active(timeout_secs)
         if not created:
             await self.check_table()
         return created
+
+    async def _wait_until_active(self, timeout_secs: float) -> None:
+        """Poll ``DescribeTable`` (each under the retry engine) until the table is ``ACTIVE``.
+
+        Raises:
+            StoreError: it is not active after ``timeout_secs``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_secs
+        name = self.table.name
+        while True:
+            described = await self.request("describe_table", TableName=name)
+            status = described.get("Table", {}).get("TableStatus")
+            if status == "ACTIVE":
+                return
+            if loop.time() >= deadline:
+                raise StoreError(f"table {name!r} is not active after {timeout_secs:g} s: {status}")
+            await self.retry_policy.sleep(TABLE_POLL_SECS)
 
     async def check_table(self) -> None:
         """Check that the table exists with the key schema of :attr:`table`.
@@ -651,7 +531,7 @@ class DynamoStore:
             ConfigurationError: its key schema differs from :attr:`table`.
         """
         spec = self.table
-        described = (await self.call("describe_table", TableName=spec.name))["Table"]
+        described = (await self.request("describe_table", TableName=spec.name))["Table"]
         types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
         found = {
             k["KeyType"]: (k["AttributeName"], types.get(k["AttributeName"]))
@@ -666,41 +546,8 @@ class DynamoStore:
             )
 
     async def delete_table(self) -> None:
-        """Delete the table (``DeleteTable``). For tests and demos."""
-        await self.call("delete_table", TableName=self.table.name)
-
-
-#: The operations that take ``ReturnConsumedCapacity`` (botocore method names).
-_CAPACITY_OPERATIONS = frozenset(
-    {
-        "get_item",
-        "put_item",
-        "update_item",
-        "delete_item",
-        "query",
-        "scan",
-        "transact_write_items",
-        "transact_get_items",
-        "batch_get_item",
-        "batch_write_item",
-    }
-)
-
-
-def _capacity_units(consumed: object) -> float | None:
-    """``CapacityUnits`` from a ``ConsumedCapacity`` answer (one dict, or one per table of a
-    transaction, summed); ``None`` when there is none."""
-    entries = [consumed] if isinstance(consumed, dict) else consumed
-    if not isinstance(entries, list):
-        return None
-    units = [e["CapacityUnits"] for e in entries if isinstance(e, dict) and "CapacityUnits" in e]
-    return float(sum(units)) if units else None
-
-
-class Closeable(Protocol):
-    """What a store closes with itself: its counters and allocators."""
-
-    async def aclose(self) -> None: ...
+        """Delete the table (``DeleteTable``, under the retry engine). For tests and demos."""
+        await self.request("delete_table", TableName=self.table.name)
 
 
 def _is_allocator(thing: object) -> bool:
@@ -713,19 +560,6 @@ async def _close_all(things: list[Closeable]) -> None:
     for thing, result in zip(things, results, strict=True):
         if isinstance(result, Exception):  # e.g. a give-back to a table deleted already
             log.warning("closing %r failed: %r", thing, result)
-
-
-def _cancelling() -> bool:
-    """Whether the running task is being cancelled (Python >= 3.11; assumed on 3.10, so a
-    cancellation is never mistaken for a close and swallowed)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    return cancelling is None or bool(cancelling())
-
-
-def _operation_name(method: str) -> str:
-    """``"update_item"`` -> ``"UpdateItem"``."""
-    return "".join(part.capitalize() for part in method.split("_"))
 
 
 class _Opening:

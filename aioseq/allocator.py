@@ -8,18 +8,15 @@ from _thread import get_ident
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aioseq._coalesce import Coalescer, Waiter
+from aioseq._protocols import Store
 from aioseq._values import Numbering, check_count, check_key
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
 from aioseq.numbering import numbering_for
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
 from aioseq.strategies.counter import AtomicCounter
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 __all__ = ["AllocatorStatistics", "BlockAllocator"]
 
@@ -126,7 +123,7 @@ class BlockAllocator:
 
     def __init__(
         self,
-        store: DynamoStore,
+        store: Store,
         key: str,
         *,
         block_size: int = 100,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aioseq import _deprecated
 from aioseq._store import DynamoStore
 from aioseq._values import check_count
 from aioseq.config import TableSpec
@@ -25,7 +23,6 @@ __all__ = [
     "DemoRow",
     "check_arguments",
     "delete_collection",
-    "embedded_or_configured_endpoint",
     "format_table",
     "run_demo",
 ]
@@ -223,22 +220,3 @@ def format_table(rows: Sequence[DemoRow]) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
-
-
-@contextlib.contextmanager
-def embedded_or_configured_endpoint(endpoint_url: str | None) -> Iterator[tuple[str, bool]]:
-    """Deprecated since 0.2: use :func:`aioseq.testing.serving_endpoint` with
-    ``from_environment=True``, which yields an ``Endpoint(url, embedded, kind)``. Yields
-    ``(url, embedded)`` as before; exits (``SystemExit``) when the embedded server is not
-    installed, as before."""
-    from aioseq.testing.servers import ServerUnavailable, serving_endpoint
-
-    _deprecated.warn(
-        "aioseq.demo.embedded_or_configured_endpoint() is deprecated since 0.2; use"
-        " aioseq.testing.serving_endpoint(from_environment=True)"
-    )
-    try:
-        with serving_endpoint("moto", endpoint_url, from_environment=True) as endpoint:
-            yield endpoint.url, endpoint.embedded
-    except ServerUnavailable as exc:
-        raise SystemExit(f"aioseq demo: no endpoint configured and {exc.reason}") from exc

@@ -1,20 +1,36 @@
 """The errors aioseq raises.
 
 Every error derives from :class:`AioseqError`. botocore's ``ClientError`` never reaches the
-caller: ``aioseq._store`` translates DynamoDB error codes at one boundary (the ``_ERRORS`` table
-there) and chains the original as ``__cause__``.
+caller: ``aioseq._transport`` translates DynamoDB error codes at one boundary (the ``ERRORS``
+table there) and chains the original as ``__cause__``.
 
 Misuse (bad arguments, bad configuration) raises :class:`ConfigurationError`, which is also a
 ``ValueError``, before any request is sent, so nothing is written.
+
+This module is the bottom of the package: it imports nothing of aioseq.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from aioseq._values import Numbering
+
+class _Numbering(Protocol):
+    """What :class:`NumberingMismatch` holds: an :class:`aioseq.Numbering`, described by its
+    shape so that this module needs nothing of aioseq."""
+
+    @property
+    def stride(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def max_value(self) -> int | None: ...
+
+    def encode(self) -> str: ...
+
 
 __all__ = [
     "AioseqError",
@@ -154,7 +170,7 @@ class NumberingMismatch(AioseqError, ValueError):
         requested: the numbering the object was made with.
     """
 
-    def __init__(self, key: str, stored: Numbering, requested: Numbering) -> None:
+    def __init__(self, key: str, stored: _Numbering, requested: _Numbering) -> None:
         self.key = key
         self.stored = stored
         self.requested = requested

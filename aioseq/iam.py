@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from aioseq import _deprecated
-from aioseq._deprecated import RENAMED
 from aioseq.config import check_table_name
 from aioseq.errors import ConfigurationError
 
@@ -125,11 +123,6 @@ def actions(features: Iterable[str] = RUNTIME_FEATURES) -> list[str]:
     """
     needed: set[str] = set()
     for feature in features:
-        if feature in RENAMED and RENAMED[feature] in FEATURE_OPERATIONS:
-            _deprecated.warn(
-                f"feature {feature!r} is deprecated since 0.2; use {RENAMED[feature]!r}"
-            )
-            feature = RENAMED[feature]
         if feature not in FEATURE_OPERATIONS:
             raise ConfigurationError(
                 f"unknown feature {feature!r}; choose from {', '.join(FEATURE_OPERATIONS)}"

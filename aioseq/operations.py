@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from aioseq._retry import is_transient, retry
+from aioseq._retry import Verdict, is_transient
 from aioseq._values import (
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
@@ -338,7 +338,7 @@ async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]
             **params,
         )
 
-    return await retry(attempt, policy=store.retry_policy, observer=store.observer, counter_key=key)
+    return await store.retry.run(attempt, counter_key=key)
 
 
 async def set_counter(
@@ -504,9 +504,7 @@ async def describe_counter(store: DynamoStore, key: str) -> CounterInfo:
             "get_item", TableName=spec.name, Key=store.counter_item_key(key), ConsistentRead=True
         )
 
-    response = await retry(
-        attempt, policy=store.retry_policy, observer=store.observer, counter_key=key
-    )
+    response = await store.retry.run(attempt, counter_key=key)
     item = response.get("Item")
     if not item:
         raise CounterNotFound(key, spec.name)
@@ -552,11 +550,7 @@ async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
     if values:
         params["ExpressionAttributeValues"] = values
     while True:
-        page = await retry(
-            lambda: store.call("scan", **params),
-            policy=store.retry_policy,
-            observer=store.observer,
-        )
+        page = await store.request("scan", **params)
         for item in page.get("Items", []):
             key = str(item[spec.partition_key]["S"])
             yield counter_info(item, key=key, attribute=spec.value_attribute)
@@ -624,11 +618,7 @@ async def scan_maximum(
             "TotalSegments": segments,
         }
         while True:
-            page = await retry(
-                lambda: store.call("scan", **params),
-                policy=store.retry_policy,
-                observer=store.observer,
-            )
+            page = await store.request("scan", **params)
             items = page.get("Items", [])
             for item in items:
                 found = _whole(item.get(attribute))
@@ -808,10 +798,10 @@ async def set_numbering(
         )
         return old if old_text is not None else None
 
-    return await retry(
-        attempt,
-        policy=store.retry_policy,
-        retry_if=lambda exc: is_transient(exc) or isinstance(exc, ConditionFailed),
-        observer=store.observer,
-        counter_key=key,
-    )
+    return await store.retry.run(attempt, classify=_renumber_verdict, counter_key=key)
+
+
+def _renumber_verdict(exc: Exception) -> Verdict:
+    """A renumbering's attempt is retried on a transient error, and on a failed condition
+    (the counter moved between its read and its write: read again)."""
+    return Verdict.RETRY if is_transient(exc) or isinstance(exc, ConditionFailed) else Verdict.FAIL

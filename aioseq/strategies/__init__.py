@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from aioseq._deprecated import renamed_attribute
 from aioseq.strategies.counter import AtomicCounter as AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter as OptimisticCounter
 from aioseq.strategies.sort_key import SortKeyCounter as SortKeyCounter
 from aioseq.strategies.transactional import TransactionalCounter as TransactionalCounter
 
 __all__ = ["AtomicCounter", "OptimisticCounter", "SortKeyCounter", "TransactionalCounter"]
-
-if TYPE_CHECKING:
-    GaplessCounter = TransactionalCounter  # deprecated since 0.2
-else:
-
-    def __getattr__(name: str) -> Any:
-        return renamed_attribute(__name__, globals(), name)

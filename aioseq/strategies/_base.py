@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import functools
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from aioseq import _deprecated, _retry
+from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
+from aioseq._protocols import Store
+from aioseq._retry import Classify
 from aioseq._values import Numbering, check_count, check_key, number, parse_counter
 from aioseq.config import MAX_NUMBER, RECENT_WRITES, GroupCommit
 from aioseq.errors import (
@@ -27,9 +27,6 @@ from aioseq.numbering import numbering_for
 from aioseq.observe import WasteEvent, notify
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
 from aioseq.types import CounterStatistics
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -76,36 +73,18 @@ def split_refused(group: Sequence[Waiter[Any, Any]], exc: ValidationFailed) -> i
     return len(group) // 2
 
 
-def group_commit(
-    group: GroupCommit | bool,
-    max_group_size: int | None = None,
-    batch_window_secs: float | None = None,
-) -> GroupCommit | None:
+def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
     """The :class:`~aioseq.config.GroupCommit` a strategy's ``group=`` argument asks for
-    (``None``: each call commits alone), with the deprecated ``max_group_size`` and
-    ``batch_window_secs`` keywords folded in (each warns :class:`DeprecationWarning`).
+    (``None``: each call commits alone).
 
     Raises:
-        ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``; a bad size or
-            window.
+        ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``.
     """
     if isinstance(group, bool):
-        grouping = GroupCommit()
-    elif isinstance(group, GroupCommit):
-        grouping = group
-    else:
-        raise ConfigurationError(f"group must be a bool or a GroupCommit: {group!r}")
-    if max_group_size is not None:
-        _deprecated_keyword("max_group_size", "max_size")
-        grouping = dataclasses.replace(grouping, max_size=max_group_size)
-    if batch_window_secs is not None:
-        _deprecated_keyword("batch_window_secs", "window_secs")
-        grouping = dataclasses.replace(grouping, window_secs=batch_window_secs)
-    return grouping if group is not False else None
-
-
-def _deprecated_keyword(old: str, new: str) -> None:
-    _deprecated.warn(f"{old}= is deprecated since 0.2; pass group=GroupCommit({new}=...)")
+        return GroupCommit() if group else None
+    if isinstance(group, GroupCommit):
+        return group
+    raise ConfigurationError(f"group must be a bool or a GroupCommit: {group!r}")
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -144,7 +123,7 @@ class Strategy:
 
     def __init__(
         self,
-        store: DynamoStore,
+        store: Store,
         key: str,
         *,
         max_value: int = MAX_NUMBER,
@@ -219,20 +198,17 @@ class Strategy:
         group: GroupCommit | bool,
         *,
         largest: int | None,
-        max_group_size: int | None = None,
-        batch_window_secs: float | None = None,
     ) -> Coalescer[Any, Any] | None:
         """The coalescer of a strategy's group mode (``None`` when ungrouped): one flush in
         flight, batches of at most ``largest`` (the strategy's limit) or the group's
-        ``max_size`` callers. ``max_group_size`` and ``batch_window_secs`` are the deprecated
-        spellings of :class:`~aioseq.config.GroupCommit`'s fields; each warns.
+        ``max_size`` callers.
 
         Raises:
             ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``, or asks for
                 groups larger than ``largest``.
         """
-        grouping = group_commit(group, max_group_size, batch_window_secs)
-        asked = grouping.max_size if grouping is not None else max_group_size
+        grouping = group_commit(group)
+        asked = grouping.max_size if grouping is not None else None
         if largest is not None and asked is not None and asked > largest:
             raise ConfigurationError(
                 f"{type(self).__name__} commits at most {largest} calls per request:"
@@ -269,24 +245,20 @@ class Strategy:
     async def _retry(
         self,
         attempt: Callable[[], Awaitable[T]],
-        retry_if: Callable[[BaseException], bool] = _retry.is_transient,
-        at_once: Callable[[BaseException], bool] = lambda exc: False,
+        classify: Classify = _retry.transient,
     ) -> T:
-        """Run ``attempt`` under the store's retry policy, in this object's turn."""
-        retrying = functools.partial(
-            _retry.retry,
-            attempt,
-            policy=self.store.retry_policy,
-            retry_if=retry_if,
-            retries=self._retries,
-            at_once=at_once,
-            observer=self.store.observer,
-            counter_key=self.key,
-        )
-        if self._turns is None:
-            return await retrying()
+        """Run ``attempt`` under the store's retry engine, in this object's turn (ungrouped
+        objects with ``max_in_flight``: a group's coalescer already runs one commit at a
+        time)."""
+        engine = self.store.retry
+        if self._turns is None or self._group is not None:
+            return await engine.run(
+                attempt, classify=classify, retries=self._retries, counter_key=self.key
+            )
         async with self._turns:
-            return await retrying()
+            return await engine.run(
+                attempt, classify=classify, retries=self._retries, counter_key=self.key
+            )
 
     async def _read_counter_item(self) -> dict[str, Any] | None:
         """``GetItem`` of the counter item, strongly consistent (1 RCU); ``None`` if missing."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aioseq._protocols import Store
 from aioseq._values import NUMBERING_ATTRIBUTE, check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import (
@@ -16,9 +17,6 @@ from aioseq.errors import (
 )
 from aioseq.numbering import GUARD, check_recorded, guard_values
 from aioseq.strategies._base import Strategy
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 __all__ = ["AtomicCounter"]
 
@@ -83,7 +81,7 @@ class AtomicCounter(Strategy):
     a :class:`~aioseq.BlockAllocator` records its own through the counter it owns.
     """
 
-    def __init__(self, store: DynamoStore, key: str, *, max_value: int = MAX_NUMBER) -> None:
+    def __init__(self, store: Store, key: str, *, max_value: int = MAX_NUMBER) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=None)  # ADD never loses
 
     async def next(self) -> int:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._retry import is_transient
+from aioseq._protocols import Store
+from aioseq._retry import Verdict, is_transient
 from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
 from aioseq.strategies._recent_writes import CounterWrite
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 __all__ = ["OptimisticCounter"]
 
@@ -80,7 +78,6 @@ class OptimisticCounter(Strategy):
             k numbers the waiting callers want come from one read-free conditional write of
             ``current + k``, handed out in arrival order. The guarantees stay the same; one
             round trip serves every caller waiting, and a lone caller is not delayed.
-        batch_window_secs: deprecated since 0.2: ``GroupCommit(window_secs=...)``.
 
     Raises:
         ConfigurationError: bad ``key`` or ``write``.
@@ -88,19 +85,16 @@ class OptimisticCounter(Strategy):
 
     def __init__(
         self,
-        store: DynamoStore,
+        store: Store,
         key: str,
         *,
         write: WriteForm = "update",
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
-        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group = self._grouper(
-            self._commit, group, largest=None, batch_window_secs=batch_window_secs
-        )
+        self._group = self._grouper(self._commit, group, largest=None)
         if write not in ("update", "put"):
             raise ConfigurationError(f"write must be 'update' or 'put': {write!r}")
         self.write: WriteForm = write
@@ -176,7 +170,7 @@ class OptimisticCounter(Strategy):
                 start += take.request
 
         try:
-            await self._retry(attempt, retry_if=lambda e: is_transient(e) or is_conflict(e))
+            await self._retry(attempt, _verdict)
         except AioseqError:
             if pending is not None and maybe_applied:
                 self._unresolved_write(pending, "the retry policy ran out first")
@@ -197,3 +191,8 @@ class OptimisticCounter(Strategy):
         if not condition["ExpressionAttributeValues"]:  # a put has no update expression
             del condition["ExpressionAttributeValues"]
         await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)
+
+
+def _verdict(exc: Exception) -> Verdict:
+    """A write is retried after a backoff on a transient error or a lost race."""
+    return Verdict.RETRY if is_transient(exc) or is_conflict(exc) else Verdict.FAIL

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._retry import is_transient
+from aioseq._protocols import Store
+from aioseq._retry import Verdict, is_transient
 from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
 from aioseq.errors import (
@@ -26,9 +27,6 @@ from aioseq.strategies._base import (
     split_refused,
 )
 from aioseq.strategies._recent_writes import new_token
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 __all__ = ["MAX_GROUP_SIZE", "SortKeyCounter"]
 
@@ -99,8 +97,6 @@ class SortKeyCounter(Strategy):
             query and written by one ``TransactWriteItems`` of conditional puts, all or
             nothing, so the collection stays gapless (a group that loses a race always queries
             again). A lone caller is not delayed.
-        max_group_size, batch_window_secs: deprecated since 0.2: ``GroupCommit(max_size=...,
-            window_secs=...)``.
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's
@@ -109,7 +105,7 @@ class SortKeyCounter(Strategy):
 
     def __init__(
         self,
-        store: DynamoStore,
+        store: Store,
         partition: str,
         *,
         on_conflict: OnConflict = "requery",
@@ -118,17 +114,9 @@ class SortKeyCounter(Strategy):
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
-        max_group_size: int | None = None,
-        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
-        self._group = self._grouper(
-            self._commit,
-            group,
-            largest=MAX_GROUP_SIZE,
-            max_group_size=max_group_size,
-            batch_window_secs=batch_window_secs,
-        )
+        self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         table = store.table
         if table.sort_key is None:
             raise ConfigurationError(
@@ -338,14 +326,21 @@ class SortKeyCounter(Strategy):
                         put.future.set_result(n)
                 return
 
-        await self._retry(
-            attempt,
-            retry_if=lambda e: (
-                is_transient(e) or is_conflict(e) or is_retryable_cancellation(e, lost_race_at=None)
-            ),
-            # +1 needs no fresh read, so no reason to wait; a requery should wait, then read.
-            at_once=lambda e: self.on_conflict == "increment" and isinstance(e, ConditionFailed),
-        )
+        await self._retry(attempt, self._verdict)
+
+    def _verdict(self, exc: Exception) -> Verdict:
+        """A put is retried on a transient error or a lost race; with
+        ``on_conflict="increment"`` a taken key is retried at once (+1 needs no fresh read,
+        so no reason to wait; a requery waits, then reads)."""
+        if self.on_conflict == "increment" and isinstance(exc, ConditionFailed):
+            return Verdict.RETRY_NOW
+        if (
+            is_transient(exc)
+            or is_conflict(exc)
+            or is_retryable_cancellation(exc, lost_race_at=None)
+        ):
+            return Verdict.RETRY
+        return Verdict.FAIL
 
 
 def _stored_already(exc: ConditionFailed | TransactionCanceled, items: list[Item]) -> bool:

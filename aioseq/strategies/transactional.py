@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from aioseq._coalesce import Waiter
-from aioseq._deprecated import renamed_attribute
-from aioseq._retry import is_transient
+from aioseq._protocols import Store
+from aioseq._retry import Verdict, is_transient
 from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
     MAX_NUMBER,
@@ -33,9 +33,6 @@ from aioseq.strategies._base import (
     split_refused,
 )
 from aioseq.strategies._recent_writes import CounterWrite
-
-if TYPE_CHECKING:
-    from aioseq._store import DynamoStore
 
 __all__ = ["ItemSpec", "TransactionalCounter"]
 
@@ -128,8 +125,6 @@ class TransactionalCounter(Strategy):
         group: group commit of concurrent puts (see above), a
             :class:`~aioseq.config.GroupCommit` (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
-        max_group_size, batch_window_secs: deprecated since 0.2: ``GroupCommit(max_size=...,
-            window_secs=...)``.
 
     Raises:
         ConfigurationError: bad key, names or group options.
@@ -137,7 +132,7 @@ class TransactionalCounter(Strategy):
 
     def __init__(
         self,
-        store: DynamoStore,
+        store: Store,
         key: str,
         *,
         item_table: str | None = None,
@@ -146,17 +141,9 @@ class TransactionalCounter(Strategy):
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
-        max_group_size: int | None = None,
-        batch_window_secs: float | None = None,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group = self._grouper(
-            self._commit,
-            group,
-            largest=MAX_GROUP_SIZE,
-            max_group_size=max_group_size,
-            batch_window_secs=batch_window_secs,
-        )
+        self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
         self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
@@ -369,10 +356,7 @@ class TransactionalCounter(Strategy):
                 return
 
         try:
-            await self._retry(
-                attempt,
-                retry_if=lambda e: is_transient(e) or is_retryable_cancellation(e, lost_race_at=0),
-            )
+            await self._retry(attempt, _verdict)
         except AioseqError:
             if sent is not None and maybe_applied:  # the items may be stored: say so
                 self._unresolved_write(sent[1], "the retry policy ran out first")
@@ -446,9 +430,9 @@ def _decisive(exc: TransactionCanceled) -> bool:
     return bool({"ConditionalCheckFailed", "ValidationError"} & set(exc.codes))
 
 
-if TYPE_CHECKING:
-    GaplessCounter = TransactionalCounter  # deprecated since 0.2
-else:
-
-    def __getattr__(name: str) -> Any:
-        return renamed_attribute(__name__, globals(), name)
+def _verdict(exc: Exception) -> Verdict:
+    """A transaction is retried after a backoff on a transient error, or when it was canceled
+    for transient reasons or lost the race on the counter (the action at index 0)."""
+    if is_transient(exc) or is_retryable_cancellation(exc, lost_race_at=0):
+        return Verdict.RETRY
+    return Verdict.FAIL

@@ -209,21 +209,15 @@ async def test_bad_group_options_are_refused(
     assert await item_count(aioseq_store) == 0
 
 
-async def test_the_deprecated_names_warn_and_still_work(aioseq_store: DynamoStore) -> None:
-    with pytest.warns(DeprecationWarning, match="transactional_counter") as seen:
-        invoices = aioseq_store.gapless_counter("c", group=True)
-    assert isinstance(invoices, TransactionalCounter)
-    with pytest.warns(DeprecationWarning, match="batch_window_secs") as through_the_store:
-        aioseq_store.transactional_counter("d", batch_window_secs=0.01)
-    # at this file's lines, where Python's default filters show them, not at aioseq's
-    assert [w.filename for w in [*seen, *through_the_store]] == [__file__, __file__]
-    with pytest.warns(DeprecationWarning), pytest.raises(ConfigurationError, match="99"):
-        TransactionalCounter(aioseq_store, "e", group=False, max_group_size=500)  # still checked
-    with pytest.warns(DeprecationWarning, match=r"GroupCommit\(max_size"):
-        invoices = TransactionalCounter(aioseq_store, "c", max_group_size=10)
-    assert await invoices.put(invoice) == 1
-    await asyncio.gather(*(invoices.put(invoice) for _ in range(20)))
-    assert aioseq_store.requests["TransactWriteItems"] == 1 + 2  # groups of 1, 10, 10: not 21
-    with pytest.warns(DeprecationWarning, match="TransactionalCounter"):
-        from aioseq import GaplessCounter
-    assert GaplessCounter is TransactionalCounter
+def test_no_old_name_is_left(aioseq_store: DynamoStore) -> None:
+    """The names renamed before the first release are gone, not kept as aliases."""
+    import aioseq
+    import aioseq.strategies
+
+    assert not hasattr(aioseq, "GaplessCounter")
+    assert not hasattr(aioseq.strategies, "GaplessCounter")
+    assert not hasattr(aioseq_store, "gapless_counter")
+    with pytest.raises(TypeError, match="max_group_size"):
+        TransactionalCounter(aioseq_store, "c", max_group_size=10)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="batch_window_secs"):
+        aioseq_store.optimistic_counter("c", batch_window_secs=0.1)  # type: ignore[call-arg]

@@ -44,14 +44,3 @@ def test_group_true_is_the_default_group_commit_and_false_is_none() -> None:
 def test_anything_else_for_group_is_refused(group: Any) -> None:
     with pytest.raises(ConfigurationError, match="group must be"):
         group_commit(group)
-
-
-def test_the_deprecated_keywords_warn_and_are_folded_in() -> None:
-    with pytest.warns(DeprecationWarning, match=r"max_group_size=.*GroupCommit\(max_size"):
-        assert group_commit(True, max_group_size=5) == GroupCommit(max_size=5)
-    with pytest.warns(DeprecationWarning, match=r"batch_window_secs=.*window_secs"):
-        assert group_commit(GroupCommit(max_size=3), batch_window_secs=0.5) == GroupCommit(3, 0.5)
-    with pytest.warns(DeprecationWarning), pytest.raises(ConfigurationError, match="max_size"):
-        group_commit(True, max_group_size=0)
-    with pytest.warns(DeprecationWarning):
-        assert group_commit(False, batch_window_secs=0.1) is None  # still checked, still off

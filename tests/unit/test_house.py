@@ -1,7 +1,8 @@
 """The shape of the package: no import cycle, and a front door that type checkers can read.
 
-No server: the imports are read from the source (every ``import``, at any depth, except those
-under ``if TYPE_CHECKING:``), and mypy is run on a snippet.
+No server: the imports are read from the source (every ``import``, at any depth, those under
+``if TYPE_CHECKING:`` included: a type a lower layer needs is a ``Protocol`` defined down
+there), and mypy is run on a snippet.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(
+def _imports(
     tree: ast.AST, module: str, is_package: bool, modules: frozenset[str] = frozenset()
 ) -> Iterator[str]:
-    """The aioseq modules ``tree`` imports when it runs (TYPE_CHECKING blocks left out).
+    """The aioseq modules ``tree`` imports, at run time or for the type checker.
     ``from package import submodule`` counts as the submodule (importing any submodule
     initialises its package anyway), ``from package import name`` as the package."""
-    for node in _walk_at_run_time(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.startswith("aioseq"))
         elif isinstance(node, ast.ImportFrom):
@@ -46,24 +47,13 @@ def _runtime_imports(
                     yield submodule if submodule in modules else name
 
 
-def _walk_at_run_time(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``node``, at any depth, except the bodies of ``if TYPE_CHECKING:``."""
-    yield node
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-            for other in child.orelse:
-                yield from _walk_at_run_time(other)
-            continue
-        yield from _walk_at_run_time(child)
-
-
 def import_graph() -> dict[str, set[str]]:
-    """aioseq module -> the aioseq modules it imports at run time."""
+    """aioseq module -> the aioseq modules it imports (type-checking imports included)."""
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for module, path in paths.items():
         tree = ast.parse(path.read_text())
-        found = _runtime_imports(tree, module, path.name == "__init__.py", frozenset(paths))
+        found = _imports(tree, module, path.name == "__init__.py", frozenset(paths))
         graph[module] = {name for name in found if name in paths and name != module}
     return graph
 
@@ -96,7 +86,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_the_graph_sees_function_level_imports_and_skips_type_checking() -> None:
+def test_the_graph_sees_function_level_and_type_checking_imports() -> None:
     source = textwrap.dedent(
         """
         from typing import TYPE_CHECKING
@@ -108,9 +98,8 @@ def test_the_graph_sees_function_level_imports_and_skips_type_checking() -> None
         """
     )
     modules = frozenset({"aioseq.errors", "aioseq.strategies.counter"})
-    found = set(_runtime_imports(ast.parse(source), "aioseq.x", False, modules))
-    assert "aioseq.errors" in found and "aioseq.strategies.counter" in found
-    assert "aioseq._store" not in found
+    found = set(_imports(ast.parse(source), "aioseq.x", False, modules))
+    assert {"aioseq.errors", "aioseq.strategies.counter", "aioseq._store"} <= found
 
 
 def test_aioseq_has_no_import_cycle() -> None:
@@ -120,7 +109,22 @@ def test_aioseq_has_no_import_cycle() -> None:
 
 
 def test_the_values_layer_imports_nothing_of_aioseq_but_its_errors() -> None:
-    assert import_graph()["aioseq._values"] <= {"aioseq.errors"}
+    graph = import_graph()
+    assert graph["aioseq._values"] <= {"aioseq.errors"}
+    assert graph["aioseq.errors"] == set()
+
+
+#: The most lines a module of the package may have.
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, long
 
 
 FACTORIES = [

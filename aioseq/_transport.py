@@ -1,0 +1,289 @@
+"""The transport: the one place in aioseq that talks to botocore.
+
+A :class:`Transport` holds one DynamoDB client (borrowed, or owned through an
+``AsyncExitStack``), sends one request at a time as it is asked (no retries: those are the
+:class:`~aioseq._retry.RetryEngine`'s), counts the requests sent, maps botocore's errors to
+aioseq's in one table, reports each request to an observer, and on close waits for the requests
+in flight before it closes an owned client (httpx's ``AsyncHTTPTransport`` with its one
+``map_httpcore_exceptions``; aiodynamo's request callable and ``ERRORS`` table).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections import Counter
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    HTTPClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    ConnectionFailed,
+    EndpointUnreachable,
+    ServiceUnavailable,
+    StoreClosed,
+    StoreError,
+    TableNotFound,
+    Throttled,
+    TransactionCanceled,
+    TransactionConflict,
+    ValidationFailed,
+)
+from aioseq.observe import Observer, RequestEvent, notify
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+__all__ = ["NO_CREDENTIALS", "Transport", "operation_name", "translate"]
+
+log = logging.getLogger("aioseq")
+
+#: DynamoDB error code -> aioseq error class (ADY's ``ERRORS``, HC's ``map_exceptions``).
+ERRORS: dict[str, type[StoreError]] = {
+    "ConditionalCheckFailedException": ConditionFailed,
+    "TransactionCanceledException": TransactionCanceled,
+    "ResourceNotFoundException": TableNotFound,
+    "ValidationException": ValidationFailed,
+    "ProvisionedThroughputExceededException": Throttled,
+    "ThrottlingException": Throttled,
+    "RequestLimitExceeded": Throttled,
+    "TransactionConflictException": TransactionConflict,
+    "TransactionInProgressException": TransactionConflict,
+    "InternalServerError": ServiceUnavailable,
+    "ServiceUnavailable": ServiceUnavailable,
+}
+
+NO_CREDENTIALS = (
+    "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
+    " or run where a role provides them"
+)
+
+#: The operations that take ``ReturnConsumedCapacity`` (botocore method names).
+CAPACITY_OPERATIONS = frozenset(
+    {
+        "get_item",
+        "put_item",
+        "update_item",
+        "delete_item",
+        "query",
+        "scan",
+        "transact_write_items",
+        "transact_get_items",
+        "batch_get_item",
+        "batch_write_item",
+    }
+)
+
+
+def translate(error: Exception, operation: str) -> StoreError:
+    """Turn a botocore error into the matching aioseq :class:`~aioseq.errors.StoreError`."""
+    if isinstance(error, ClientError):
+        response: Mapping[str, Any] = error.response
+        code = str(response.get("Error", {}).get("Code", ""))
+        message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
+        cls = ERRORS.get(code)
+        if cls is None:
+            status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            cls = ServiceUnavailable if status >= 500 else StoreError
+        if cls is ConditionFailed:
+            item = response.get("Item")
+            return ConditionFailed(message, code=code, operation=operation, item=item)
+        if cls is TransactionCanceled:
+            return TransactionCanceled(
+                message,
+                code=code,
+                operation=operation,
+                cancellation_reasons=response.get("CancellationReasons", ()),
+            )
+        return cls(message, code=code, operation=operation)
+    cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
+    return cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+
+
+def _never_sent(error: Exception) -> bool:
+    """Whether a connection error happened before the request was sent: no connection could
+    be made (refused, no such host, connect timeout). aiobotocore raises
+    ``EndpointConnectionError`` for those and also for a connection reset after sending, so
+    the aiohttp error inside it decides."""
+    if isinstance(error, ConnectTimeoutError):
+        return True
+    if isinstance(error, EndpointConnectionError):
+        cause = getattr(error, "kwargs", {}).get("error")
+        return isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror))
+    return False
+
+
+def operation_name(method: str) -> str:
+    """``"update_item"`` -> ``"UpdateItem"``."""
+    return "".join(part.capitalize() for part in method.split("_"))
+
+
+def capacity_units(consumed: object) -> float | None:
+    """``CapacityUnits`` from a ``ConsumedCapacity`` answer (one dict, or one per table of a
+    transaction, summed); ``None`` when there is none."""
+    entries = [consumed] if isinstance(consumed, dict) else consumed
+    if not isinstance(entries, list):
+        return None
+    units = [e["CapacityUnits"] for e in entries if isinstance(e, dict) and "CapacityUnits" in e]
+    return float(sum(units)) if units else None
+
+
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (Python >= 3.11; assumed on 3.10, so a
+    cancellation is never mistaken for a close and swallowed)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is None or bool(cancelling())
+
+
+class Transport:
+    """One DynamoDB client: sends requests, maps errors, counts, drains on close.
+
+    Parameters:
+        client: an open aiobotocore DynamoDB client.
+        owner: the exit stack that closes the client (the store opened it), or ``None`` for a
+            borrowed client, which :meth:`aclose` leaves open.
+        observer: every request is reported to its ``on_request``; item requests then ask
+            for ``ReturnConsumedCapacity=TOTAL``.
+        table_name: the table named in the observer's events.
+    """
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        owner: AsyncExitStack | None = None,
+        observer: Observer | None = None,
+        table_name: str = "",
+    ) -> None:
+        self.client = client
+        self.observer = observer
+        self.table_name = table_name
+        self._owner = owner
+        self._requests: Counter[str] = Counter()
+        self._closed = False  # aclose() is done with requests: send() refuses them
+        self._in_flight = 0  # send()s awaiting an answer
+        self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
+        client.meta.events.register("before-send.dynamodb", self._count_request)
+
+    @property
+    def requests(self) -> Counter[str]:
+        """HTTP requests sent through the client since this transport was made, by API
+        operation (``{"UpdateItem": 12, ...}``), counted by a botocore ``before-send`` event
+        hook, so a borrowed client's own retries count too. A copy."""
+        return Counter(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return self._in_flight
+
+    def _count_request(self, event_name: str, **kwargs: Any) -> None:
+        self._requests[event_name.rsplit(".", 1)[-1]] += 1
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request (``operation`` as botocore's method name, e.g. ``"update_item"``)
+        and return its response. One attempt: retries are the caller's (a
+        :class:`~aioseq._retry.RetryEngine`).
+
+        Raises:
+            StoreClosed: the transport is closed, or its close cut the request off (then with
+                ``maybe_applied`` set: the request was sent and its fate is unknown).
+            ConfigurationError: no credentials.
+            StoreError: a subclass chosen by DynamoDB's error code (:data:`ERRORS`), or
+                :class:`~aioseq.errors.ConnectionFailed` /
+                :class:`~aioseq.errors.EndpointUnreachable`; ``__cause__`` is botocore's.
+        """
+        if self._closed:
+            raise StoreClosed("this DynamoStore is closed")
+        observer = self.observer
+        if observer is not None and operation in CAPACITY_OPERATIONS:
+            params.setdefault("ReturnConsumedCapacity", "TOTAL")
+        error: str | None = None
+        response: dict[str, Any] = {}
+        started = time.perf_counter() if observer is not None else 0.0
+        self._in_flight += 1
+        try:
+            response = await getattr(self.client, operation)(**params)
+            return response
+        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
+            translated = translate(exc, operation_name(operation))
+            error = translated.code or type(translated).__name__
+            raise self._cut_off(translated) from exc
+        except (NoCredentialsError, PartialCredentialsError) as exc:
+            error = type(exc).__name__
+            raise ConfigurationError(NO_CREDENTIALS) from exc
+        except asyncio.CancelledError as exc:
+            error = type(exc).__name__
+            cut = self._cut_off(None)
+            if cut is None:
+                raise
+            raise cut from exc
+        except Exception as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._drained is not None:
+                self._drained.set()
+            if observer is not None:
+                event = RequestEvent(
+                    operation=operation_name(operation),
+                    table=self.table_name,
+                    latency_secs=time.perf_counter() - started,
+                    consumed_capacity_units=capacity_units(response.get("ConsumedCapacity")),
+                    error=error,
+                )
+                notify(observer.on_request, event)
+
+    def _cut_off(self, error: StoreError | None) -> Any:
+        """The error a request gets when it failed: ``StoreClosed`` (``maybe_applied``) if
+        this transport's close cut it off (a lost connection or a cancellation from closing
+        an owned client, not a cancellation of the caller, not a service answer); else
+        ``error`` (``None`` for a cancellation, which propagates as it is)."""
+        if (
+            self._closed
+            and self._owner is not None
+            and (error is None or isinstance(error, ConnectionFailed))
+            and not _cancelling()
+        ):
+            closed = StoreClosed("this DynamoStore was closed during the request")
+            closed.maybe_applied = True  # the request was sent; its fate is unknown
+            return closed
+        return error
+
+    async def aclose(self, *, deadline: float) -> None:
+        """Wait until the requests in flight are answered (until ``deadline``, on the running
+        loop's clock), then refuse new ones and close the client if this transport owns it.
+        A request the close cuts off gets ``StoreClosed`` with ``maybe_applied``."""
+        if self._in_flight:
+            loop = asyncio.get_running_loop()
+            self._drained = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._drained.wait(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                log.warning(
+                    "DynamoStore.aclose(): %d requests still in flight at the deadline",
+                    self._in_flight,
+                )
+        self._closed = True
+        self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
+        if self._owner is not None:
+            await self._owner.aclose()
