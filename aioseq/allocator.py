@@ -164,9 +164,9 @@ class BlockAllocator:
         # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value
         # (one more than max_value itself with offset 0, past what a counter can hold).
         last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
-        self._counter = AtomicCounter(store, key, max_value=last_k)
         # The counter item records this allocator's numbering, not its counter's derived one.
-        self._counter._numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
+        numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
+        self._counter = AtomicCounter(store, key, max_value=last_k, numbering=numbering)
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size

@@ -12,20 +12,18 @@ from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
 from aioseq._protocols import Store
 from aioseq._retry import Classify
-from aioseq._values import Numbering, check_count, check_key, number, parse_counter
-from aioseq.config import MAX_NUMBER, RECENT_WRITES, GroupCommit
+from aioseq._values import Numbering, check_count, check_key, parse_counter
+from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
-    NumberingMismatch,
-    NumberOutOfRange,
     StoreClosed,
     TransactionCanceled,
     ValidationFailed,
 )
 from aioseq.numbering import numbering_for
-from aioseq.observe import WasteEvent, notify
-from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+from aioseq.strategies._counter_item import CounterItem
+from aioseq.strategies._recent_writes import LostAnswers
 from aioseq.types import CounterStatistics
 
 T = TypeVar("T")
@@ -112,8 +110,13 @@ class Strategy:
             round trip, O(C**2) requests for C callers), so the default is 1; raise it to
             measure contention. ``None``: no limit.
 
-    The object's :attr:`numbering` is ``stride=1 offset=1`` with its ``max_value``: the
-    strategies hand out the counter's values themselves. Those with a counter item record it
+        numbering: the :class:`~aioseq.Numbering` recorded on the counter item and required
+            there (default: ``stride=1 offset=1`` with ``max_value``, as the strategies hand
+            out the counter's values themselves; a :class:`~aioseq.BlockAllocator` passes its
+            own to the atomic counter it owns).
+
+    The object's :attr:`numbering` is ``stride=1 offset=1`` with its ``max_value`` unless
+    ``numbering`` says otherwise. Those with a counter item record it
     there on the first write and refuse a counter item that recorded another
     (:class:`~aioseq.errors.NumberingMismatch`; see :mod:`aioseq.numbering`).
 
@@ -128,10 +131,16 @@ class Strategy:
         *,
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
+        numbering: Numbering | None = None,
     ) -> None:
         self.key = check_key(key)
         self.max_value = check_count(max_value, "max_value")
-        self._numbering = numbering_for(max_value=max_value)
+        if numbering is not None and not isinstance(numbering, Numbering):
+            raise ConfigurationError(f"numbering must be a Numbering: {numbering!r}")
+        #: The counter item: its state as last seen, the numbering and limit its writes check.
+        self._item = CounterItem(
+            store, self.key, numbering or numbering_for(max_value=max_value), self.max_value
+        )
         if max_in_flight is not None:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
@@ -143,17 +152,13 @@ class Strategy:
         store._adopt(self)
         self._numbers = 0
         self._retries: Counter[str] = Counter()
-        self._recovered = 0
-        self._unresolved = 0
-        # The counter item as last seen (read, written, or returned by a failed condition);
-        # _seen_known is False until the first read and after a failure that returned nothing.
-        self._seen: dict[str, Any] | None = None
-        self._seen_known = False
+        #: Writes whose answer was lost: resolved by the token ring, counted.
+        self._lost = LostAnswers(self.key, store.table, store.observer)
 
     @property
     def numbering(self) -> Numbering:
         """The numbering this object records on its counter item and requires there."""
-        return self._numbering
+        return self._item.numbering
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
@@ -163,8 +168,8 @@ class Strategy:
             numbers=self._numbers,
             retries=retries,
             conflicts=conflicts,
-            recovered=self._recovered,
-            unresolved=self._unresolved,
+            recovered=self._lost.recovered,
+            unresolved=self._lost.unresolved,
         )
 
     def __repr__(self) -> str:
@@ -260,89 +265,6 @@ class Strategy:
                 attempt, classify=classify, retries=self._retries, counter_key=self.key
             )
 
-    async def _read_counter_item(self) -> dict[str, Any] | None:
-        """``GetItem`` of the counter item, strongly consistent (1 RCU); ``None`` if missing."""
-        response = await self.store.call(
-            "get_item",
-            TableName=self.store.table.name,
-            Key=self.store.counter_item_key(self.key),
-            ConsistentRead=True,
-        )
-        item: dict[str, Any] | None = response.get("Item")
-        return item
-
-    async def _last_seen_state(self) -> CounterState:
-        """The counter item as last seen, read only when nothing has been seen yet.
-
-        A conditional write on this guess is always safe: if another writer moved the counter,
-        the condition fails and its ``ALL_OLD`` item (see :meth:`_saw`) corrects the guess.
-
-        Raises:
-            CounterValueInvalid: the counter item's value is not a whole number.
-        """
-        if not self._seen_known:
-            self._saw(await self._read_counter_item())
-        return CounterState.of(self._seen, key=self.key, table=self.store.table)
-
-    def _check_number(self, n: int) -> int:
-        """``n`` if it is at most :attr:`max_value` (and 38 digits).
-
-        Raises:
-            NumberOutOfRange: it is not.
-        """
-        if n > self.max_value:
-            raise NumberOutOfRange(n, f"{n} is above max_value {self.max_value}")
-        number(n)
-        return n
-
-    def _new_write(self, before: CounterState, n: int) -> CounterWrite:
-        """A conditional write that takes the ``n`` numbers after ``before``, with a fresh token,
-        and records this object's :attr:`numbering` (its condition requires the numbering
-        ``before`` holds, so a numbering changed since fails it).
-
-        Raises:
-            NumberingMismatch: ``before`` recorded another numbering (nothing is sent).
-            NumberOutOfRange: they pass :attr:`max_value` (or 38 digits).
-        """
-        text = self._numbering.encode()
-        if before.numbering is not None and before.numbering != text:
-            raise NumberingMismatch(self.key, Numbering.decode(before.numbering), self._numbering)
-        return CounterWrite(before, self._check_number(before.value + n), new_token(), text)
-
-    def _saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
-        """Remember the counter item as it is now (``known=False``: forget it)."""
-        self._seen, self._seen_known = item, known
-
-    def _was_applied(self, write: CounterWrite, found: dict[str, Any] | None) -> bool:
-        """Whether ``write``, resent after an answer that may have been lost, had been applied
-        after all, judged from the counter item ``found`` by its failed condition (``ALL_OLD``);
-        see :mod:`aioseq.strategies._recent_writes`. When that can no longer be told, its
-        numbers are counted as unresolved (statistics, a warning, the observer's ``on_waste``)
-        and False is returned: numbers possibly lost, never numbers handed out twice."""
-        applied = write.applied_in(found, key=self.key, table=self.store.table)
-        if applied:
-            self._recovered += len(write.numbers)
-            return True
-        if applied is None:
-            self._unresolved_write(write, f"more than {RECENT_WRITES} writes followed it")
-        return False
-
-    def _unresolved_write(self, write: CounterWrite, why: str) -> None:
-        """Count the numbers of a write that may have been applied and whose outcome will not
-        be known (statistics, a warning, the observer's ``on_waste``): possibly taken, never
-        handed out."""
-        lost = len(write.numbers)
-        self._unresolved += lost
-        log.warning(
-            "counter %r: a write of %d numbers whose answer was lost was not resolved (%s);"
-            " they may be lost",
-            self.key,
-            lost,
-            why,
-        )
-        if self.store.observer is not None:
-            notify(self.store.observer.on_waste, WasteEvent(self.key, lost, "unresolved"))
-
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number
         taken).
@@ -355,7 +277,7 @@ class Strategy:
             StoreClosed: the store or this object is closed.
         """
         self._check_open()
-        return await self._retry(self._read_counter_item) is not None
+        return await self._retry(self._item.read) is not None
 
     async def current(self) -> int:
         """The counter item's value now: the last number handed out (0 if none yet).
@@ -369,5 +291,5 @@ class Strategy:
             StoreClosed: the store or this object is closed.
         """
         self._check_open()
-        item = await self._retry(self._read_counter_item)
+        item = await self._retry(self._item.read)
         return parse_counter(item, self.key, self.store.table.value_attribute)

@@ -31,6 +31,7 @@ transaction).
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,8 +40,11 @@ from typing import Any
 from aioseq._values import NUMBERING_ATTRIBUTE, AttributeValue, Item, number, parse_counter
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
 from aioseq.numbering import recorded_text
+from aioseq.observe import Observer, WasteEvent, notify
 
-__all__ = ["CounterState", "CounterWrite", "new_token"]
+__all__ = ["CounterState", "CounterWrite", "LostAnswers", "new_token"]
+
+log = logging.getLogger("aioseq")
 
 #: An empty slot of the ring (DynamoDB accepts empty strings outside keys).
 _EMPTY = ""
@@ -221,3 +225,55 @@ class CounterWrite:
         if state.tokens is None or state.writes - mine > RECENT_WRITES:
             return None
         return state.tokens[self.slot] == self.token
+
+
+class LostAnswers:
+    """Resolves the writes of one counter whose answer was lost, by the token ring, and counts
+    what became of them: one object per strategy object that writes a counter item (optimistic,
+    transactional) or items with tokens (sort-key).
+
+    Parameters:
+        key: the counter key (for the log and the observer).
+        table: the table's spec.
+        observer: told of numbers that may be lost (``on_waste``), if given.
+    """
+
+    __slots__ = ("key", "observer", "recovered", "table", "unresolved")
+
+    def __init__(self, key: str, table: TableSpec, observer: Observer | None) -> None:
+        self.key = key
+        self.table = table
+        self.observer = observer
+        #: Numbers of writes whose answer was lost and that turned out applied: handed out.
+        self.recovered = 0
+        #: Numbers of writes that may have been applied and whose outcome will not be known.
+        self.unresolved = 0
+
+    def was_applied(self, write: CounterWrite, found: Mapping[str, AttributeValue] | None) -> bool:
+        """Whether ``write``, resent after an answer that may have been lost, had been applied
+        after all, judged from the counter item ``found`` by its failed condition (``ALL_OLD``).
+        When that can no longer be told, its numbers are counted as unresolved and False is
+        returned: numbers possibly lost, never numbers handed out twice."""
+        applied = write.applied_in(found, key=self.key, table=self.table)
+        if applied:
+            self.recovered += len(write.numbers)
+            return True
+        if applied is None:
+            self.lost(write, f"more than {RECENT_WRITES} writes followed it")
+        return False
+
+    def lost(self, write: CounterWrite, why: str) -> None:
+        """Count the numbers of a write that may have been applied and whose outcome will not
+        be known (statistics, a warning, the observer's ``on_waste``): possibly taken, never
+        handed out."""
+        count = len(write.numbers)
+        self.unresolved += count
+        log.warning(
+            "counter %r: a write of %d numbers whose answer was lost was not resolved (%s);"
+            " they may be lost",
+            self.key,
+            count,
+            why,
+        )
+        if self.observer is not None:
+            notify(self.observer.on_waste, WasteEvent(self.key, count, "unresolved"))

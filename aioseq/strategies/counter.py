@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from aioseq._protocols import Store
-from aioseq._values import NUMBERING_ATTRIBUTE, check_count, number, parse_counter
+from aioseq._values import NUMBERING_ATTRIBUTE, Numbering, check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
 from aioseq.errors import (
     ConditionFailed,
@@ -73,6 +73,10 @@ class AtomicCounter(Strategy):
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
             :data:`~aioseq.config.MAX_SAFE_INTEGER` for JavaScript readers). The ``ADD``'s
             condition keeps the counter at or below it.
+        numbering: the :class:`~aioseq.Numbering` the counter item records and requires
+            (default ``stride=1 offset=1`` with ``max_value``); a
+            :class:`~aioseq.BlockAllocator` passes its own, as it maps the counter's values to
+            numbers itself.
 
     Raises:
         ConfigurationError: a bad key or ``max_value``.
@@ -81,8 +85,16 @@ class AtomicCounter(Strategy):
     a :class:`~aioseq.BlockAllocator` records its own through the counter it owns.
     """
 
-    def __init__(self, store: Store, key: str, *, max_value: int = MAX_NUMBER) -> None:
-        super().__init__(store, key, max_value=max_value, max_in_flight=None)  # ADD never loses
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        *,
+        max_value: int = MAX_NUMBER,
+        numbering: Numbering | None = None,
+    ) -> None:
+        # ADD never loses a race: no turns to take.
+        super().__init__(store, key, max_value=max_value, max_in_flight=None, numbering=numbering)
 
     async def next(self) -> int:
         """The next number (a positive ``int``). See :meth:`next_many` for errors and cost."""
@@ -114,11 +126,11 @@ class AtomicCounter(Strategy):
         if n > self.max_value:
             raise NumberOutOfRange(n, f"{n} numbers do not fit below max_value {self.max_value}")
         table = self.store.table
-        numbering = self._numbering
+        numbering = self._item.numbering
         guard_names, guard_values_ = guard_values(numbering)
         params = {
             "TableName": table.name,
-            "Key": self.store.counter_item_key(self.key),
+            "Key": self._item.primary_key,
             "UpdateExpression": (
                 "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering)"
             ),
@@ -186,7 +198,7 @@ class AtomicCounter(Strategy):
         on transient errors. True if it was applied, False if the counter had moved or been
         renumbered (numbers of the old numbering are not put back under the new one)."""
         table = self.store.table
-        names, values = guard_values(self._numbering)
+        names, values = guard_values(self._item.numbering)
         update = (
             "SET #value = :value REMOVE #numbering" if forget_numbering else "SET #value = :value"
         )
@@ -196,7 +208,7 @@ class AtomicCounter(Strategy):
                 await self.store.call(
                     "update_item",
                     TableName=table.name,
-                    Key=self.store.counter_item_key(self.key),
+                    Key=self._item.primary_key,
                     UpdateExpression=update,
                     ConditionExpression="#value = :expected AND #numbering = :numbering",
                     ExpressionAttributeNames={"#value": table.value_attribute, **names},

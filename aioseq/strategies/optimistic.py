@@ -140,27 +140,27 @@ class OptimisticCounter(Strategy):
             nonlocal pending, group, maybe_applied
             if pending is None or not any(take.waiting for take in group):
                 if pending is not None and maybe_applied:
-                    self._unresolved_write(pending, "every caller of it was cancelled")
+                    self._lost.lost(pending, "every caller of it was cancelled")
                 group = [take for take in takes if take.waiting]
                 if not group:
                     return
-                before = await self._last_seen_state()
-                pending = self._new_write(before, sum(take.request for take in group))
+                before = await self._item.last_seen()
+                pending = self._item.new_write(before, sum(take.request for take in group))
                 maybe_applied = False
             write = pending
             try:
                 await self._write(write)
             except ConditionFailed as exc:
-                if not (maybe_applied and self._was_applied(write, exc.item)):
+                if not (maybe_applied and self._lost.was_applied(write, exc.item)):
                     pending = None
-                    self._saw(exc.item, known=exc.item is not None)
+                    self._item.saw(exc.item, known=exc.item is not None)
                     raise
-                self._saw(exc.item)
+                self._item.saw(exc.item)
             except StoreError as exc:
                 maybe_applied = maybe_applied or exc.maybe_applied
                 raise
             else:
-                self._saw(write.after(table))
+                self._item.saw(write.after(table))
             pending = None
             self._numbers += len(write.numbers)
             start = write.numbers.start
@@ -173,13 +173,13 @@ class OptimisticCounter(Strategy):
             await self._retry(attempt, _verdict)
         except AioseqError:
             if pending is not None and maybe_applied:
-                self._unresolved_write(pending, "the retry policy ran out first")
+                self._lost.lost(pending, "the retry policy ran out first")
             raise
 
     async def _write(self, write: CounterWrite) -> None:
         """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""
         table = self.store.table
-        key = self.store.counter_item_key(self.key)
+        key = self._item.primary_key
         common: dict[str, Any] = {
             "TableName": table.name,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

@@ -144,7 +144,7 @@ class SortKeyCounter(Strategy):
             NumberOutOfRange: ``n`` is above ``max_value`` or has more digits than ``zero_pad``
                 (or than 38).
         """
-        self._check_number(n)
+        self._item.check_number(n)
         if self.zero_pad is None:
             return number(n)
         return {"S": zero_pad(n, self.zero_pad)}
@@ -317,7 +317,7 @@ class SortKeyCounter(Strategy):
                             single = len(items) == 1 and self.on_conflict == "increment"
                             highest = first if single else None
                         raise
-                    self._recovered += len(items)
+                    self._lost.recovered += len(items)
                 pending = None
                 highest = first + len(group) - 1
                 self._numbers += len(group)

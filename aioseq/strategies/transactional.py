@@ -179,7 +179,7 @@ class TransactionalCounter(Strategy):
         self._check_key_attributes(serialized)
         check_item_size(serialized)
         if self.item_table == self.store.table.name:
-            counter_key = self.store.counter_item_key(self.key)
+            counter_key = self._item.primary_key
             if all(serialized.get(name) == value for name, value in counter_key.items()):
                 raise ConfigurationError("the item's key is the counter item's key")
         return serialized
@@ -281,11 +281,11 @@ class TransactionalCounter(Strategy):
             nonlocal sent, maybe_applied, group, items, limit
             while True:
                 if sent is None:
-                    before = await self._last_seen_state()
+                    before = await self._item.last_seen()
                     group, items = self._fill_group(puts, before.value, limit)
                     if not group:
                         return
-                    write = self._new_write(before, len(group))
+                    write = self._item.new_write(before, len(group))
                     maybe_applied = False
                     sent = (
                         {
@@ -294,7 +294,7 @@ class TransactionalCounter(Strategy):
                                 {
                                     "Update": {
                                         "TableName": table.name,
-                                        "Key": self.store.counter_item_key(self.key),
+                                        "Key": self._item.primary_key,
                                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                                         **write.update(table),
                                     }
@@ -332,13 +332,13 @@ class TransactionalCounter(Strategy):
                     if not (
                         maybe_applied
                         and exc.codes[:1] == ["ConditionalCheckFailed"]
-                        and self._was_applied(write, found)
+                        and self._lost.was_applied(write, found)
                     ):
                         sent = None  # nothing was written: the next request is built afresh
                         if not self._fail_alone(exc, group, items):
                             raise
                         continue
-                    self._saw(found)
+                    self._item.saw(found)
                 except ValidationFailed as exc:
                     sent = None  # refused whole: nothing was written
                     limit = split_refused(group, exc)
@@ -347,7 +347,7 @@ class TransactionalCounter(Strategy):
                     maybe_applied = maybe_applied or exc.maybe_applied
                     raise
                 else:
-                    self._saw(write.after(table))
+                    self._item.saw(write.after(table))
                 sent = None
                 self._numbers += len(group)
                 for number, put in zip(write.numbers, group, strict=True):
@@ -359,7 +359,7 @@ class TransactionalCounter(Strategy):
             await self._retry(attempt, _verdict)
         except AioseqError:
             if sent is not None and maybe_applied:  # the items may be stored: say so
-                self._unresolved_write(sent[1], "the retry policy ran out first")
+                self._lost.lost(sent[1], "the retry policy ran out first")
             raise
 
     def _fill_group(
@@ -376,7 +376,7 @@ class TransactionalCounter(Strategy):
                 continue
             if limit is not None and len(group) >= limit:
                 break
-            number = self._check_number(current + len(group) + 1)  # no put gets past it
+            number = self._item.check_number(current + len(group) + 1)  # no put gets past it
             try:
                 item = self._make_item(put.request, number)
             except Exception as exc:  # the caller's item function failed: only that caller
@@ -404,7 +404,7 @@ class TransactionalCounter(Strategy):
             # The items' conditions may have failed too, for items keyed by numbers another
             # writer just took: that is not those items existing.
             seen = reasons[0].get("Item") if reasons else None
-            self._saw(seen, known=seen is not None)
+            self._item.saw(seen, known=seen is not None)
             return False
         failed = False
         for put, item, code, reason in zip(

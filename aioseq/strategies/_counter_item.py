@@ -1,0 +1,99 @@
+"""The counter item of one key as a strategy last saw it, and the checks each of its
+conditional writes makes (the numbering it records, ``max_value``): one object, used by the
+optimistic and transactional strategies (their writes are conditional on the value last seen)
+and by every strategy for ``exists()`` / ``current()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aioseq._protocols import Store
+from aioseq._values import Numbering, number
+from aioseq.errors import NumberingMismatch, NumberOutOfRange
+from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+
+__all__ = ["CounterItem"]
+
+
+class CounterItem:
+    """Counter ``key``'s counter item in ``store``'s table, as last seen.
+
+    A conditional write on the value last seen is always safe: if another writer moved the
+    counter, the condition fails and its ``ALL_OLD`` item (passed to :meth:`saw`) corrects
+    the guess, with no second read.
+
+    Parameters:
+        store: where the counter item lives.
+        key: the counter key.
+        numbering: the numbering every write records and requires.
+        max_value: the highest number a write may take.
+    """
+
+    __slots__ = ("_known", "_seen", "key", "max_value", "numbering", "store")
+
+    def __init__(self, store: Store, key: str, numbering: Numbering, max_value: int) -> None:
+        self.store = store
+        self.key = key
+        self.numbering = numbering
+        self.max_value = max_value
+        # The item as last seen (read, written, or returned by a failed condition); _known is
+        # False until the first read and after a failure that returned nothing.
+        self._seen: dict[str, Any] | None = None
+        self._known = False
+
+    @property
+    def primary_key(self) -> dict[str, Any]:
+        """The counter item's primary key, as AttributeValues."""
+        return self.store.counter_item_key(self.key)
+
+    async def read(self) -> dict[str, Any] | None:
+        """One strongly consistent ``GetItem`` of the counter item (1 RCU; one attempt: run
+        it under the retry engine); ``None`` if it does not exist."""
+        response = await self.store.call(
+            "get_item",
+            TableName=self.store.table.name,
+            Key=self.primary_key,
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    async def last_seen(self) -> CounterState:
+        """The counter item as last seen, read only when nothing has been seen yet.
+
+        Raises:
+            CounterValueInvalid: the counter item's value is not a whole number.
+        """
+        if not self._known:
+            self.saw(await self.read())
+        return CounterState.of(self._seen, key=self.key, table=self.store.table)
+
+    def saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
+        """Remember the counter item as it is now (``known=False``: forget it)."""
+        self._seen, self._known = item, known
+
+    def check_number(self, n: int) -> int:
+        """``n`` if it is at most :attr:`max_value` (and 38 digits).
+
+        Raises:
+            NumberOutOfRange: it is not.
+        """
+        if n > self.max_value:
+            raise NumberOutOfRange(n, f"{n} is above max_value {self.max_value}")
+        number(n)
+        return n
+
+    def new_write(self, before: CounterState, n: int) -> CounterWrite:
+        """A conditional write that takes the ``n`` numbers after ``before``, with a fresh
+        token, recording :attr:`numbering` (its condition requires the numbering ``before``
+        holds, so a numbering changed since fails it).
+
+        Raises:
+            NumberingMismatch: ``before`` recorded another numbering (nothing is sent).
+            NumberOutOfRange: they pass :attr:`max_value` (or 38 digits).
+        """
+        text = self.numbering.encode()
+        if before.numbering is not None and before.numbering != text:
+            raise NumberingMismatch(self.key, Numbering.decode(before.numbering), self.numbering)
+        return CounterWrite(before, self.check_number(before.value + n), new_token(), text)
