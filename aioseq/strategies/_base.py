@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from aioseq import _retry
@@ -19,7 +19,6 @@ from aioseq.errors import (
     ConfigurationError,
     StoreClosed,
     TransactionCanceled,
-    ValidationFailed,
 )
 from aioseq.numbering import numbering_for
 from aioseq.strategies._counter_item import CounterItem
@@ -55,20 +54,6 @@ def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -
     if lost:
         codes.discard("ConditionalCheckFailed")
     return codes <= TRANSIENT_REASONS
-
-
-def split_refused(group: Sequence[Waiter[Any, Any]], exc: ValidationFailed) -> int | None:
-    """After DynamoDB refused a whole group's request as invalid (``ValidationException``:
-    something in one item that only the server checks), the most puts the next request of
-    that commit may take. With one put, that put gets the error and groups go back to full
-    size (``None``); with more, the next requests take half as many, until the refused put
-    stands alone and fails alone. Nothing of a refused request is written, so the numbers
-    stay gapless; k puts with one bad one cost about log2(k) extra requests."""
-    if len(group) == 1:
-        if group[0].waiting:
-            group[0].future.set_exception(exc)
-        return None
-    return len(group) // 2
 
 
 def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
@@ -150,7 +135,7 @@ class Strategy:
         self._closed = False
         self.store = store
         store._adopt(self)
-        self._numbers = 0
+        self._numbers = 0  # numbers handed out
         self._retries: Counter[str] = Counter()
         #: Writes whose answer was lost: resolved by the token ring, counted.
         self._lost = LostAnswers(self.key, store.table, store.observer)
@@ -159,6 +144,10 @@ class Strategy:
     def numbering(self) -> Numbering:
         """The numbering this object records on its counter item and requires there."""
         return self._item.numbering
+
+    def _handed_out(self, n: int) -> None:
+        """Count ``n`` numbers handed out."""
+        self._numbers += n
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""

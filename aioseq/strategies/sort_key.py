@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -16,7 +17,6 @@ from aioseq.errors import (
     ConfigurationError,
     CounterValueInvalid,
     TransactionCanceled,
-    ValidationFailed,
 )
 from aioseq.formatting import zero_pad
 from aioseq.strategies._base import (
@@ -24,8 +24,8 @@ from aioseq.strategies._base import (
     Strategy,
     is_conflict,
     is_retryable_cancellation,
-    split_refused,
 )
+from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._recent_writes import new_token
 
 __all__ = ["MAX_GROUP_SIZE", "SortKeyCounter"]
@@ -34,6 +34,8 @@ __all__ = ["MAX_GROUP_SIZE", "SortKeyCounter"]
 MAX_GROUP_SIZE = 100
 
 OnConflict = Literal["increment", "requery"]
+
+Put = Waiter[Item, int]
 
 
 class SortKeyCounter(Strategy):
@@ -116,6 +118,11 @@ class SortKeyCounter(Strategy):
         group: GroupCommit | bool = True,
     ) -> None:
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
+        # The collection's highest number as last seen (None: query it first).
+        self._highest: int | None = None
+        self._committer = GroupCommitter(
+            self, self._retry, self._verdict, handed_out=self._handed_out, rebuild_abandoned=True
+        )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         table = store.table
         if table.sort_key is None:
@@ -236,97 +243,89 @@ class SortKeyCounter(Strategy):
         self._check_open()
         return await self._through(self._group, self._commit, extra)
 
-    async def _commit(self, puts: list[Waiter[Item, int]]) -> None:
-        """Store the waiting puts' items under the next numbers: one conditional ``PutItem``
-        for one, one ``TransactWriteItems`` of conditional puts for several (all or nothing,
-        so the collection stays gapless), retried on lost races. Puts cut off by the size
-        limits stay waiting.
+    async def _commit(self, puts: list[Put]) -> None:
+        """One commit (see :mod:`aioseq.strategies._group_commit`), from a fresh ``Query`` of
+        the collection's highest number."""
+        self._highest = None
+        await self._committer.commit(puts)
 
-        A write is resent as it is (same numbers, same items, same tokens) until its outcome
-        is known. A failed condition returns the item that holds the number (``ALL_OLD``): if
-        it carries a put's own token, an earlier attempt was applied and its answer lost, and
-        the numbers are handed out; otherwise the number was taken by another writer."""
+    # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
+
+    async def prepare(self, puts: list[Put], limit: int | None) -> _Puts | None:
+        """The next write: the waiting puts in order (up to ``limit``, 100 and ~4 MB), under
+        the numbers after the collection's highest (queried when not known); ``None`` when no
+        put waits."""
         table = self.store.table
-        highest: int | None = None  # the collection's highest number, as last seen
-        # The write in flight: its callers, their items, its first number and its token.
-        pending: tuple[list[Waiter[Item, int]], list[Item], int, str] | None = None
+        most = limit or MAX_GROUP_SIZE
+        group: list[Put] = []
+        size = 0
+        for put in puts:
+            if put.waiting and len(group) < most:
+                size += item_size(put.request)
+                if group and size > MAX_TRANSACTION_BYTES:
+                    break
+                group.append(put)
+        if not group:
+            return None
+        if self._highest is None:
+            self._highest = await self._query_max()
+        first = self._highest + 1
+        items = [
+            {
+                table.partition_key: {"S": self.key},
+                self.sort_key: self.format_sort_key(first + i),
+                **put.request,
+            }
+            for i, put in enumerate(group)
+        ]
+        return _Puts(group, items, first, new_token())
 
-        # After DynamoDB refused a group as invalid: the most puts per request (see
-        # split_refused), until the refused put is alone.
-        limit = MAX_GROUP_SIZE
+    async def send(self, write: _Puts) -> None:
+        """One conditional ``PutItem`` for one put, one ``TransactWriteItems`` of conditional
+        puts for several (all or nothing, so the collection stays gapless)."""
+        table = self.store.table
         condition = {
             "ConditionExpression": "attribute_not_exists(#pk)",
             "ExpressionAttributeNames": {"#pk": table.partition_key},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if len(write.items) == 1:
+            await self.store.call(
+                "put_item", TableName=table.name, Item=write.items[0], **condition
+            )
+            return
+        actions = [
+            {"Put": {"TableName": table.name, "Item": item, **condition}} for item in write.items
+        ]
+        await self.store.call(
+            "transact_write_items", ClientRequestToken=write.token, TransactItems=actions
+        )
 
-        async def attempt() -> None:
-            nonlocal highest, pending, limit
-            while True:
-                if pending is None or not any(put.waiting for put in pending[0]):
-                    group: list[Waiter[Item, int]] = []
-                    size = 0
-                    for put in puts:
-                        if put.waiting and len(group) < limit:
-                            size += item_size(put.request)
-                            if group and size > MAX_TRANSACTION_BYTES:
-                                break
-                            group.append(put)
-                    if not group:
-                        return
-                    if highest is None:
-                        highest = await self._query_max()
-                    items = [
-                        {
-                            table.partition_key: {"S": self.key},
-                            self.sort_key: self.format_sort_key(highest + 1 + i),
-                            **put.request,
-                        }
-                        for i, put in enumerate(group)
-                    ]
-                    pending = (group, items, highest + 1, new_token())
-                group, items, first, token = pending
-                try:
-                    if len(items) == 1:
-                        await self.store.call(
-                            "put_item", TableName=table.name, Item=items[0], **condition
-                        )
-                    else:
-                        actions = [
-                            {"Put": {"TableName": table.name, "Item": item, **condition}}
-                            for item in items
-                        ]
-                        await self.store.call(
-                            "transact_write_items", ClientRequestToken=token, TransactItems=actions
-                        )
-                except ValidationFailed as exc:
-                    pending = None  # refused whole: nothing was written
-                    limit = split_refused(group, exc) or MAX_GROUP_SIZE
-                    continue
-                except (ConditionFailed, TransactionCanceled) as exc:
-                    if isinstance(exc, TransactionCanceled) and not (
-                        {"ConditionalCheckFailed", "ValidationError"} & set(exc.codes)
-                    ):
-                        # Only transient reasons: nothing written now, nothing learnt of an
-                        # earlier attempt; the same write (same numbers, items, tokens) is
-                        # sent again as it is.
-                        raise
-                    if not _stored_already(exc, items):
-                        pending = None  # nothing was written
-                        if is_conflict(exc):
-                            single = len(items) == 1 and self.on_conflict == "increment"
-                            highest = first if single else None
-                        raise
-                    self._lost.recovered += len(items)
-                pending = None
-                highest = first + len(group) - 1
-                self._numbers += len(group)
-                for n, put in enumerate(group, start=first):
-                    if put.waiting:  # a caller cancelled during the write: its item is stored
-                        put.future.set_result(n)
-                return
+    def judge(
+        self, write: _Puts, error: ConditionFailed | TransactionCanceled, maybe_applied: bool
+    ) -> Settled:
+        """Only transient reasons: nothing written now, nothing learnt of an earlier attempt;
+        the same write is sent again as it is. A failed condition returns the item that holds
+        the number (``ALL_OLD``): if it carries a put's own token, an earlier attempt was
+        applied and its answer lost; otherwise the number was taken by another writer."""
+        if isinstance(error, TransactionCanceled) and not (
+            {"ConditionalCheckFailed", "ValidationError"} & set(error.codes)
+        ):
+            return Settled.RESEND
+        if _stored_already(error, write.items):
+            self._lost.recovered += len(write.items)
+            return Settled.APPLIED
+        if is_conflict(error):
+            single = len(write.items) == 1 and self.on_conflict == "increment"
+            self._highest = write.numbers.start if single else None
+        return Settled.REBUILD
 
-        await self._retry(attempt, self._verdict)
+    def stored(self, write: _Puts) -> None:
+        """The collection's highest number is now the write's last."""
+        self._highest = write.numbers[-1]
+
+    def unresolved(self, write: _Puts) -> None:
+        """Nothing to count: a put whose outcome is unknown keeps its token in its item."""
 
     def _verdict(self, exc: Exception) -> Verdict:
         """A put is retried on a transient error or a lost race; with
@@ -341,6 +340,21 @@ class SortKeyCounter(Strategy):
         ):
             return Verdict.RETRY
         return Verdict.FAIL
+
+
+@dataclass(frozen=True)
+class _Puts:
+    """One write of a group: its puts, their items, the first number and the transaction's
+    ``ClientRequestToken``."""
+
+    group: list[Put]
+    items: list[Item]
+    first: int
+    token: str
+
+    @property
+    def numbers(self) -> range:
+        return range(self.first, self.first + len(self.group))
 
 
 def _stored_already(exc: ConditionFailed | TransactionCanceled, items: list[Item]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aioseq._coalesce import Waiter
@@ -19,19 +20,14 @@ from aioseq.config import (
     check_table_name,
 )
 from aioseq.errors import (
-    AioseqError,
+    ConditionFailed,
     ConfigurationError,
     ItemAlreadyExists,
-    StoreError,
     TransactionCanceled,
     ValidationFailed,
 )
-from aioseq.strategies._base import (
-    MAX_TRANSACTION_BYTES,
-    Strategy,
-    is_retryable_cancellation,
-    split_refused,
-)
+from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy, is_retryable_cancellation
+from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._recent_writes import CounterWrite
 
 __all__ = ["ItemSpec", "TransactionalCounter"]
@@ -143,7 +139,10 @@ class TransactionalCounter(Strategy):
         group: GroupCommit | bool = True,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
+        self._committer = GroupCommitter(
+            self, self._retry, _verdict, handed_out=self._handed_out, rebuild_abandoned=False
+        )
+        self._group = self._grouper(self._committer.commit, group, largest=MAX_GROUP_SIZE)
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
         self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
@@ -255,112 +254,78 @@ class TransactionalCounter(Strategy):
         """
         self._make_item(item, 1)  # validate before any request
         self._check_open()
-        return await self._through(self._group, self._commit, item)
+        return await self._through(self._group, self._committer.commit, item)
 
-    async def _commit(self, puts: list[Put]) -> None:
-        """Commit the puts still waiting, as one or more transactions, each gapless.
+    # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
 
-        Each transaction takes the waiting puts in order (up to the size limits, and never
-        two with one key) and numbers them from the counter's value as last seen. Puts that
-        fail alone get their own error and the rest is regrouped at once; a lost race on the
-        counter or a transient error is retried under the retry policy; a transient error
-        that may have been applied (a lost connection, a 5xx) resends the same request with
-        the same ``ClientRequestToken``. Puts cut off by the limits stay waiting.
-        """
+    async def prepare(self, puts: list[Put], limit: int | None) -> _Transaction | None:
+        """The next transaction: the waiting puts in order (up to ``limit`` and the size
+        limits, never two with one key), numbered from the counter's value as last seen, and
+        the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
-        # The transaction in flight and its counter write, until its outcome is known.
-        sent: tuple[dict[str, Any], CounterWrite] | None = None
-        maybe_applied = False  # an attempt of it failed in a way that may hide its success
-        group: list[Put] = []
-        items: list[dict[str, Any]] = []
-        # After DynamoDB refused a group as invalid: the most puts per transaction, halved at
-        # each refusal until the put it refuses is alone and fails alone.
-        limit: int | None = None
+        before = await self._item.last_seen()
+        group, items = self._fill_group(puts, before.value, limit)
+        if not group:
+            return None
+        write = self._item.new_write(before, len(group))
+        counter_update = {
+            "Update": {
+                "TableName": table.name,
+                "Key": self._item.primary_key,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                **write.update(table),
+            }
+        }
+        item_puts = [
+            {
+                "Put": {
+                    "TableName": self.item_table,
+                    "Item": item,
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": self.item_partition_key},
+                }
+            }
+            for item in items
+        ]
+        request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
+        return _Transaction(group, items, request, write)
 
-        async def attempt() -> None:
-            nonlocal sent, maybe_applied, group, items, limit
-            while True:
-                if sent is None:
-                    before = await self._item.last_seen()
-                    group, items = self._fill_group(puts, before.value, limit)
-                    if not group:
-                        return
-                    write = self._item.new_write(before, len(group))
-                    maybe_applied = False
-                    sent = (
-                        {
-                            "ClientRequestToken": write.token,
-                            "TransactItems": [
-                                {
-                                    "Update": {
-                                        "TableName": table.name,
-                                        "Key": self._item.primary_key,
-                                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                                        **write.update(table),
-                                    }
-                                },
-                                *(
-                                    {
-                                        "Put": {
-                                            "TableName": self.item_table,
-                                            "Item": item,
-                                            "ConditionExpression": "attribute_not_exists(#pk)",
-                                            "ExpressionAttributeNames": {
-                                                "#pk": self.item_partition_key
-                                            },
-                                        }
-                                    }
-                                    for item in items
-                                ),
-                            ],
-                        },
-                        write,
-                    )
-                request, write = sent
-                try:
-                    await self.store.call("transact_write_items", **request)
-                except TransactionCanceled as exc:
-                    if not _decisive(exc):
-                        # Only transient reasons (a conflict, throttling): this attempt wrote
-                        # nothing and says nothing of an earlier one; the same request is sent
-                        # again as it is, so a lost answer can still be resolved.
-                        raise
-                    # A server that ignores ClientRequestToken (moto), or a resend after the
-                    # token's 10 minutes, cancels a resend of an applied transaction on the
-                    # counter's condition: its token ring tells.
-                    found = exc.cancellation_reasons[0].get("Item") if exc.codes else None
-                    if not (
-                        maybe_applied
-                        and exc.codes[:1] == ["ConditionalCheckFailed"]
-                        and self._lost.was_applied(write, found)
-                    ):
-                        sent = None  # nothing was written: the next request is built afresh
-                        if not self._fail_alone(exc, group, items):
-                            raise
-                        continue
-                    self._item.saw(found)
-                except ValidationFailed as exc:
-                    sent = None  # refused whole: nothing was written
-                    limit = split_refused(group, exc)
-                    continue
-                except StoreError as exc:
-                    maybe_applied = maybe_applied or exc.maybe_applied
-                    raise
-                else:
-                    self._item.saw(write.after(table))
-                sent = None
-                self._numbers += len(group)
-                for number, put in zip(write.numbers, group, strict=True):
-                    if put.waiting:  # a caller cancelled during the commit: its item is stored
-                        put.future.set_result(number)
-                return
+    async def send(self, write: _Transaction) -> None:
+        """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
+        await self.store.call("transact_write_items", **write.request)
 
-        try:
-            await self._retry(attempt, _verdict)
-        except AioseqError:
-            if sent is not None and maybe_applied:  # the items may be stored: say so
-                self._lost.lost(sent[1], "the retry policy ran out first")
-            raise
+    def judge(
+        self, write: _Transaction, error: ConditionFailed | TransactionCanceled, maybe_applied: bool
+    ) -> Settled:
+        """Only transient reasons (a conflict, throttling): this attempt wrote nothing and says
+        nothing of an earlier one, so the same request is sent again as it is. A server that
+        ignores ``ClientRequestToken`` (moto), or a resend after the token's 10 minutes,
+        cancels a resend of an applied transaction on the counter's condition: its token ring
+        tells. Otherwise puts whose own condition failed fail alone, or the race on the
+        counter was lost."""
+        if not isinstance(error, TransactionCanceled) or not _decisive(error):
+            return Settled.RESEND
+        found = error.cancellation_reasons[0].get("Item") if error.codes else None
+        if (
+            maybe_applied
+            and error.codes[:1] == ["ConditionalCheckFailed"]
+            and self._lost.was_applied(write.counter_write, found)
+        ):
+            self._item.saw(found)
+            return Settled.APPLIED
+        return (
+            Settled.REGROUP
+            if self._fail_alone(error, write.group, write.items)
+            else Settled.REBUILD
+        )
+
+    def stored(self, write: _Transaction) -> None:
+        """The counter item is now what the transaction wrote."""
+        self._item.saw(write.counter_write.after(self.store.table))
+
+    def unresolved(self, write: _Transaction) -> None:
+        """The items may be stored: say so."""
+        self._lost.lost(write.counter_write, "the retry policy ran out first")
 
     def _fill_group(
         self, puts: list[Put], current: int, limit: int | None = None
@@ -421,6 +386,21 @@ class TransactionalCounter(Strategy):
             if put.waiting:
                 put.future.set_exception(error)
         return failed
+
+
+@dataclass(frozen=True)
+class _Transaction:
+    """One transaction of a group: its puts, their items, the request and the counter's
+    conditional write (whose numbers are the puts')."""
+
+    group: list[Put]
+    items: list[dict[str, Any]]
+    request: dict[str, Any]
+    counter_write: CounterWrite
+
+    @property
+    def numbers(self) -> range:
+        return self.counter_write.numbers
 
 
 def _decisive(exc: TransactionCanceled) -> bool:

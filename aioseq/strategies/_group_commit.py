@@ -1,0 +1,193 @@
+"""The group-commit skeleton of the strategies that number items (sort-key, transactional).
+
+One commit serves the puts a flush of the strategy's coalescer hands it (or a lone put, when
+ungrouped): it takes the waiting puts into one write, sends it, and hands out its numbers in
+order once it is known to be stored. The strategy supplies the parts that differ, as an
+:class:`ItemWriter`: how a group is chosen and its write built, how it is sent, and what a
+failed condition means. The skeleton owns the rest, written once:
+
+- the write in flight is resent as it is (same numbers, items and tokens) after an error that
+  may hide its success, and judged by the strategy when a resend fails its condition;
+- a write DynamoDB refuses whole (``ValidationException``: something only the server checks)
+  is split: the next writes take half as many puts until the refused put stands alone and fails
+  alone; nothing of a refused write is stored, so the numbers stay gapless;
+- puts that fail alone (an item that exists) get their own error, and the rest of the group,
+  still waiting, goes back to the coalescer, which commits it next;
+- retries run under the store's retry engine, with the strategy's classification.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from aioseq._coalesce import Waiter
+from aioseq._retry import Classify
+from aioseq.errors import (
+    AioseqError,
+    ConditionFailed,
+    StoreError,
+    TransactionCanceled,
+    ValidationFailed,
+)
+
+__all__ = ["GroupCommitter", "ItemWrite", "ItemWriter", "Settled"]
+
+Put = Waiter[Any, int]
+
+
+class ItemWrite(Protocol):
+    """A write a strategy built for a group of puts."""
+
+    @property
+    def group(self) -> Sequence[Put]:
+        """The puts it serves, in order."""
+
+    @property
+    def numbers(self) -> range:
+        """Their numbers, in the same order."""
+
+
+W = TypeVar("W", bound=ItemWrite)
+
+
+class Settled(enum.Enum):
+    """What a write's failed condition means (:meth:`ItemWriter.judge`)."""
+
+    #: An earlier attempt of it was applied (its answer was lost): hand out its numbers.
+    APPLIED = "applied"
+    #: Nothing was written and some puts failed alone: the rest wait for the next commit.
+    REGROUP = "regroup"
+    #: Nothing was written, for a transient reason: send the same write again.
+    RESEND = "resend"
+    #: Nothing was written: another writer won the race; build the write afresh and retry.
+    REBUILD = "rebuild"
+
+
+class ItemWriter(Protocol[W]):
+    """What a strategy supplies to :class:`GroupCommitter`."""
+
+    async def prepare(self, puts: list[Put], limit: int | None) -> W | None:
+        """The next write for the waiting ``puts`` (at most ``limit`` of them), or ``None``
+        when none waits."""
+
+    async def send(self, write: W) -> None:
+        """Send ``write`` once."""
+
+    def judge(
+        self, write: W, error: ConditionFailed | TransactionCanceled, maybe_applied: bool
+    ) -> Settled:
+        """What ``write``'s failed condition or canceled transaction means."""
+
+    def stored(self, write: W) -> None:
+        """``write`` was applied (its answer came back)."""
+
+    def unresolved(self, write: W) -> None:
+        """``write`` may have been applied and its outcome will not be known."""
+
+
+Run = Callable[[Callable[[], Awaitable[None]], Classify], Awaitable[None]]
+
+
+def split_refused(group: Sequence[Put], exc: ValidationFailed) -> int | None:
+    """After DynamoDB refused a whole group's write as invalid, the most puts the next write
+    may take. With one put, that put gets the error and groups go back to full size (``None``);
+    with more, the next writes take half as many, until the refused put stands alone and fails
+    alone. k puts with one bad one cost about log2(k) extra requests."""
+    if len(group) == 1:
+        if group[0].waiting:
+            group[0].future.set_exception(exc)
+        return None
+    return len(group) // 2
+
+
+class GroupCommitter(Generic[W]):
+    """Commits groups of puts through one :class:`ItemWriter`.
+
+    Parameters:
+        writer: the strategy's parts.
+        run: runs an attempt under the store's retry engine in the strategy's turn (the
+            strategy's ``_retry``).
+        classify: the strategy's :class:`~aioseq._retry.Verdict` on a failed attempt.
+        handed_out: told how many numbers each stored write handed out.
+        rebuild_abandoned: build a write afresh when every put of the one in flight was
+            cancelled and it cannot have been applied (the sort-key strategy), rather than
+            sending it for items nobody waits for (the transactional one stores the items of
+            callers cancelled during the commit).
+    """
+
+    __slots__ = ("classify", "handed_out", "limit", "rebuild_abandoned", "run", "writer")
+
+    def __init__(
+        self,
+        writer: ItemWriter[W],
+        run: Run,
+        classify: Classify,
+        *,
+        handed_out: Callable[[int], None],
+        rebuild_abandoned: bool,
+    ) -> None:
+        self.writer = writer
+        self.run = run
+        self.classify = classify
+        self.handed_out = handed_out
+        self.rebuild_abandoned = rebuild_abandoned
+        #: After DynamoDB refused a group as invalid: the most puts per write (see
+        #: :func:`split_refused`); ``None``: as many as the strategy takes.
+        self.limit: int | None = None
+
+    async def commit(self, puts: list[Put]) -> None:
+        """Commit one write for the waiting ``puts``; those it does not serve stay waiting."""
+        writer = self.writer
+        pending: W | None = None  # the write in flight, until its outcome is known
+        maybe_applied = False  # an attempt of it failed in a way that may hide its success
+
+        async def attempt() -> None:
+            nonlocal pending, maybe_applied
+            if (
+                pending is not None
+                and self.rebuild_abandoned
+                and not maybe_applied
+                and not any(put.waiting for put in pending.group)
+            ):
+                pending = None
+            if pending is None:
+                pending = await writer.prepare(puts, self.limit)
+                if pending is None:
+                    return
+                maybe_applied = False
+            write = pending
+            try:
+                await writer.send(write)
+            except ValidationFailed as exc:
+                pending = None  # refused whole: nothing was written
+                self.limit = split_refused(write.group, exc)
+                return
+            except (ConditionFailed, TransactionCanceled) as exc:
+                settled = writer.judge(write, exc, maybe_applied)
+                if settled is Settled.RESEND:
+                    raise
+                if settled is not Settled.APPLIED:
+                    pending = None  # nothing was written: the next write is built afresh
+                    if settled is Settled.REBUILD:
+                        raise
+                    return  # REGROUP
+            except StoreError as exc:
+                maybe_applied = maybe_applied or exc.maybe_applied
+                raise
+            else:
+                writer.stored(write)
+            pending = None
+            self.limit = None
+            self.handed_out(len(write.group))
+            for number, put in zip(write.numbers, write.group, strict=True):
+                if put.waiting:  # a caller cancelled during the write: its item is stored
+                    put.future.set_result(number)
+
+        try:
+            await self.run(attempt, self.classify)
+        except AioseqError:
+            if pending is not None and maybe_applied:  # the items may be stored: say so
+                writer.unresolved(pending)
+            raise
