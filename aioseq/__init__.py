@@ -15,6 +15,9 @@ from aioseq._store import DynamoStore as DynamoStore
 # configuration
 from aioseq._values import Numbering as Numbering
 
+# counter administration (the functions: aioseq.admin)
+from aioseq.admin import CounterInfo as CounterInfo
+
 # the block allocator
 from aioseq.allocator import AllocatorStatistics as AllocatorStatistics
 from aioseq.allocator import BlockAllocator as BlockAllocator
@@ -54,9 +57,6 @@ from aioseq.formatting import zero_pad as zero_pad
 # observability
 from aioseq.observe import Observer as Observer
 from aioseq.observe import StatisticsObserver as StatisticsObserver
-
-# operating counters
-from aioseq.operations import CounterInfo as CounterInfo
 
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter

@@ -14,7 +14,7 @@ import logging
 import os
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -22,13 +22,11 @@ import aioboto3
 from aiobotocore.config import AioConfig
 from botocore.exceptions import BotoCoreError, NoRegionError
 
-from aioseq import operations
 from aioseq._protocols import Closeable
 from aioseq._retry import RetryEngine
 from aioseq._transport import NO_CREDENTIALS, Transport
 from aioseq._values import (
     Item,
-    Numbering,
     check_count,
     check_endpoint_url,
     check_region,
@@ -351,65 +349,6 @@ class DynamoStore:
     sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
     transactional_counter = _factory(TransactionalCounter, "transactional_counter")
     block_allocator = _factory(BlockAllocator, "block_allocator")
-
-    # --- numberings -------------------------------------------------------------------------
-
-    async def set_numbering(
-        self, key: str, numbering: Numbering, *, previous: Numbering | None = None
-    ) -> Numbering | None:
-        """Change counter ``key``'s recorded :class:`~aioseq.Numbering` (stride, offset,
-        ``max_value``), moving its value so that the next number is above every number handed
-        out under the old one. Stop the objects of the old numbering first: see
-        :func:`aioseq.operations.set_numbering`, which this is, for the requests, the risks and
-        the errors.
-
-        Returns:
-            The numbering recorded before, or ``None`` if there was none.
-        """
-        self._check_open()
-        return await operations.set_numbering(self, key, numbering, previous=previous)
-
-    # --- operating counters: the logic lives in aioseq.operations ----------------------------
-
-    async def set_counter(self, key: str, value: int, *, allow_backward: bool = False) -> int:
-        """Set counter ``key`` to ``value``; refuse to move it back unless ``allow_backward``.
-        Returns its previous value (0 if new). One conditional ``UpdateItem`` (1 WCU). See
-        :func:`aioseq.operations.set_counter` for what moving back risks, and the errors."""
-        return await operations.set_counter(self, key, value, allow_backward=allow_backward)
-
-    async def ensure_at_least(self, key: str, value: int) -> int:
-        """Raise counter ``key`` to ``value`` if lower, never lower it; returns its value
-        afterwards. One conditional ``UpdateItem`` (1 WCU). See
-        :func:`aioseq.operations.ensure_at_least`."""
-        return await operations.ensure_at_least(self, key, value)
-
-    async def start_after_maximum(
-        self,
-        key: str,
-        *,
-        table: str,
-        attribute: str,
-        segments: int = 4,
-        progress: operations.Progress | None = None,
-    ) -> int:
-        """Raise counter ``key`` past the highest number in ``table``'s ``attribute`` (a
-        parallel-segment ``Scan``, then :meth:`ensure_at_least`); returns its value afterwards.
-        See :func:`aioseq.operations.start_after_maximum`."""
-        return await operations.start_after_maximum(
-            self, key, table=table, attribute=attribute, segments=segments, progress=progress
-        )
-
-    def list_counters(self) -> AsyncIterator[operations.CounterInfo]:
-        """Every counter item of the table (``async for info in store.list_counters()``): a
-        paginated ``Scan`` (0.5 RCU per 4 KB of the whole table). See
-        :func:`aioseq.operations.list_counters`."""
-        return operations.list_counters(self)
-
-    async def describe_counter(self, key: str) -> operations.CounterInfo:
-        """Counter ``key``'s :class:`~aioseq.CounterInfo`: one ``GetItem`` (1 RCU); raises
-        :class:`~aioseq.CounterNotFound` for an unknown key. See
-        :func:`aioseq.operations.describe_counter`."""
-        return await operations.describe_counter(self, key)
 
     # --- requests ---------------------------------------------------------------------------
 

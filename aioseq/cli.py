@@ -42,17 +42,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
-from aioseq import __version__
+from aioseq import __version__, admin
 from aioseq._store import DynamoStore
+from aioseq.admin import CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
 from aioseq.errors import ConfigurationError, CounterNotFound
-from aioseq.operations import ScanProgress, counter_line, counter_record
 from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 __all__ = ["main"]
@@ -360,14 +362,16 @@ def _parse_value(text: str) -> int:
 async def _set(args: argparse.Namespace) -> int:
     value = _parse_value(args.value)
     async with await _open(args) as store:
-        previous = await store.set_counter(args.key, value, allow_backward=args.allow_backward)
+        previous = await admin.set_counter(
+            store, args.key, value, allow_backward=args.allow_backward
+        )
     print(f"counter {args.key!r} set to {value} (was {previous})", file=sys.stderr)
     return 0
 
 
 async def _list(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        counters = [info async for info in store.list_counters()]
+        counters = [info async for info in admin.list_counters(store)]
     for info in sorted(counters, key=lambda info: info.key):
         print(json.dumps(counter_record(info)) if args.json else counter_line(info))
     return 0
@@ -375,9 +379,44 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _describe(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        info = await store.describe_counter(args.key)
+        info = await admin.describe_counter(store, args.key)
     print(json.dumps(counter_record(info)) if args.json else counter_line(info))
     return 0
+
+
+# --- output formats of list / describe ---------------------------------------------------
+
+
+def _escape(text: str) -> str:
+    """``text`` on one line, its fields kept apart: backslash, tab, CR and LF escaped."""
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def counter_line(info: CounterInfo) -> str:
+    """One line of ``aioseq list`` / ``aioseq describe``: key, value, numbering, last update,
+    separated by tabs; ``-`` for a missing field; the key with backslash, tab, CR and LF
+    escaped (``--json`` gives keys as they are)::
+
+        k1	11	-	2025-01-31T12:00:00.000000+00:00
+    """
+    numbering = info.numbering.encode() if info.numbering is not None else "-"
+    updated = info.updated_at.isoformat(timespec="microseconds") if info.updated_at else "-"
+    return f"{_escape(info.key)}\t{info.value}\t{numbering}\t{updated}"
+
+
+def counter_record(info: CounterInfo) -> dict[str, Any]:
+    """``info`` as a JSON-ready dict (``aioseq list --json``, one per line): ``key``,
+    ``value`` (a JSON integer: exact in Python, beyond 2**53 not in JavaScript), ``numbering``
+    (``{"stride", "offset", "max_value"}`` or ``null``), ``updated_at`` (ISO-8601 or
+    ``null``)."""
+    return {
+        "key": info.key,
+        "value": info.value,
+        "numbering": (dataclasses.asdict(info.numbering) if info.numbering is not None else None),
+        "updated_at": (
+            info.updated_at.isoformat(timespec="microseconds") if info.updated_at else None
+        ),
+    }
 
 
 async def _start_after(args: argparse.Namespace) -> int:
@@ -392,7 +431,8 @@ async def _start_after(args: argparse.Namespace) -> int:
             err.flush()
 
     async with await _open(args) as store:
-        value = await store.start_after_maximum(
+        value = await admin.start_after_maximum(
+            store,
             args.key,
             table=args.source_table,
             attribute=args.attribute,

@@ -54,19 +54,19 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "check_table": frozenset({"DescribeTable"}),
     # DynamoStore.delete_table(): tests and demos only
     "delete_table": frozenset({"DeleteTable"}),
-    # DynamoStore.set_numbering(): read the counter item, then the conditional update
+    # aioseq.admin.set_numbering(): read the counter item, then the conditional update
     "set_numbering": frozenset({"GetItem", "UpdateItem"}),
-    # DynamoStore.ensure_at_least(): one conditional UpdateItem, run by every deployment at
+    # aioseq.admin.ensure_at_least(): one conditional UpdateItem, run by every deployment at
     # start-up, so a runtime feature (UpdateItem is in the runtime policy already)
     "ensure_at_least": frozenset({"UpdateItem"}),
-    # DynamoStore.set_counter() / aioseq set: one conditional UpdateItem. An operator's tool;
+    # aioseq.admin.set_counter() / aioseq set: one conditional UpdateItem. An operator's tool;
     # IAM cannot tell it from the strategies' UpdateItem, so a runtime role can do it too.
     "set_counter": frozenset({"UpdateItem"}),
-    # DynamoStore.list_counters() / aioseq list: a paginated Scan of the counter table
+    # aioseq.admin.list_counters() / aioseq list: a paginated Scan of the counter table
     "list_counters": frozenset({"Scan"}),
-    # DynamoStore.describe_counter() / aioseq describe: one GetItem
+    # aioseq.admin.describe_counter() / aioseq describe: one GetItem
     "describe_counter": frozenset({"GetItem"}),
-    # DynamoStore.start_after_maximum() / aioseq start-after: a parallel Scan of the table
+    # aioseq.admin.start_after_maximum() / aioseq start-after: a parallel Scan of the table
     # that holds the ids (give its ARN too), the counter item's GetItem and UpdateItem
     "start_after_maximum": frozenset({"Scan", "GetItem", "UpdateItem"}),
 }

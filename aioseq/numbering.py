@@ -29,11 +29,11 @@ under, in the attribute ``aioseq_numbering`` (type S, :meth:`Numbering.encode`'s
   symmetric, and it is one string comparison in the condition. Change a limit explicitly.
 - **Counter items written before** ``aioseq_numbering`` **existed** have none: the first write
   of an object of this version records its own numbering (any numbering is accepted then, as
-  nothing tells which one the older writers used). :func:`~aioseq.operations.set_numbering`
+  nothing tells which one the older writers used). :func:`~aioseq.admin.set_numbering`
   assumes such a
   counter was numbered ``stride=1 offset=1`` (its values were its numbers).
 - **Changing a numbering** is an explicit operation,
-  :func:`~aioseq.operations.set_numbering` (``DynamoStore.set_numbering``).
+  :func:`~aioseq.admin.set_numbering`.
 
 The sort-key strategy has no counter item, so nothing to record it on.
 """

@@ -25,6 +25,7 @@ from aioseq import (
     DynamoStore,
     Numbering,
     TableSpec,
+    admin,
     iam,
 )
 from aioseq.workload import STRATEGIES, make_taker, run_workload
@@ -135,21 +136,23 @@ async def test_every_request_is_within_the_documented_policy(
 
     # Operating counters (issue #16): every path of each, refusals included.
     with record.feature("ensure_at_least"):
-        assert await store.ensure_at_least("orders", 100) == 100
-        assert await store.ensure_at_least("orders", 50) == 100  # refused: ALL_OLD, no read
+        assert await admin.ensure_at_least(store, "orders", 100) == 100
+        assert await admin.ensure_at_least(store, "orders", 50) == 100  # refused: ALL_OLD, no read
     with record.feature("set_counter"):
-        await store.set_counter("orders", 200)
+        await admin.set_counter(store, "orders", 200)
         with pytest.raises(CounterWouldMoveBack):
-            await store.set_counter("orders", 10)
-        await store.set_counter("orders", 10, allow_backward=True)
+            await admin.set_counter(store, "orders", 10)
+        await admin.set_counter(store, "orders", 10, allow_backward=True)
     with record.feature("list_counters"):
-        assert "orders" in [info.key async for info in store.list_counters()]
+        assert "orders" in [info.key async for info in admin.list_counters(store)]
     with record.feature("describe_counter"):
-        await store.describe_counter("orders")
+        await admin.describe_counter(store, "orders")
         with pytest.raises(CounterNotFound):
-            await store.describe_counter("never-used")
+            await admin.describe_counter(store, "never-used")
     with record.feature("start_after_maximum"):  # scans the items' table, moves "orders"
-        await store.start_after_maximum("orders", table=item_table, attribute="sk", segments=2)
+        await admin.start_after_maximum(
+            store, "orders", table=item_table, attribute="sk", segments=2
+        )
 
     with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
         for strategy in STRATEGIES:
@@ -157,8 +160,8 @@ async def test_every_request_is_within_the_documented_policy(
             await make_taker(store, strategy, f"cli-{strategy}").current()
 
     with record.feature("set_numbering"):
-        await store.set_numbering("renumbered", Numbering(3, 2))  # a new counter
-        await store.set_numbering("orders", Numbering(3, 2))  # one in use
+        await admin.set_numbering(store, "renumbered", Numbering(3, 2))  # a new counter
+        await admin.set_numbering(store, "orders", Numbering(3, 2))  # one in use
 
     with record.feature("delete_table"):
         await store.delete_table()

@@ -20,6 +20,7 @@ from aioseq import (
     NumberOutOfRange,
     StoreClosed,
     TableSpec,
+    admin,
 )
 from aioseq._values import NUMBERING_ATTRIBUTE
 
@@ -204,7 +205,7 @@ async def test_a_numbering_changed_under_a_running_optimistic_counter_is_refused
 ) -> None:
     optimistic = aioseq_store.optimistic_counter("k")
     assert await optimistic.next() == 1
-    await aioseq_store.set_numbering("k", Numbering(3, 2))
+    await admin.set_numbering(aioseq_store, "k", Numbering(3, 2))
     with pytest.raises(NumberingMismatch):
         await optimistic.next()  # its last seen state is stale: the condition catches it
 
@@ -214,21 +215,21 @@ async def test_set_numbering_changes_it_and_keeps_numbers_increasing(
 ) -> None:
     store = aioseq_store
     assert await store.atomic_counter("k").next_many(14) == range(1, 15)
-    assert await store.set_numbering("k", Numbering(3, 2)) == Numbering()
+    assert await admin.set_numbering(store, "k", Numbering(3, 2)) == Numbering()
     async with store.block_allocator("k", stride=3, offset=2, block_size=2) as allocator:
         assert [await allocator.next() for _ in range(3)] == [17, 20, 23]
     assert await recorded(store, "k") == "stride=3 offset=2"
     # And back: the next number is above 23.
-    assert await store.set_numbering("k", Numbering()) == Numbering(3, 2)
+    assert await admin.set_numbering(store, "k", Numbering()) == Numbering(3, 2)
     assert await store.atomic_counter("k").next() == 24
     # The same numbering again changes nothing.
-    assert await store.set_numbering("k", Numbering()) == Numbering()
+    assert await admin.set_numbering(store, "k", Numbering()) == Numbering()
     assert await store.atomic_counter("k").next() == 25
 
 
 async def test_set_numbering_before_the_first_number(aioseq_store: DynamoStore) -> None:
     store = aioseq_store
-    assert await store.set_numbering("new", Numbering(10, 7)) is None
+    assert await admin.set_numbering(store, "new", Numbering(10, 7)) is None
     assert await value(store, "new") == 0
     with pytest.raises(NumberingMismatch):
         await store.atomic_counter("new").next()
@@ -236,7 +237,7 @@ async def test_set_numbering_before_the_first_number(aioseq_store: DynamoStore) 
         assert await allocator.next_many(3) == range(7, 37, 10)
     await put_counter_value(store, "legacy", {"N": "5"})
     assert (
-        await store.set_numbering("legacy", Numbering(2, 2), previous=Numbering()) is None
+        await admin.set_numbering(store, "legacy", Numbering(2, 2), previous=Numbering()) is None
     )  # 1, 2, 3, 4, 5 handed out
     async with store.block_allocator("legacy", stride=2, offset=2) as allocator:
         assert await allocator.next() == 6
@@ -251,9 +252,9 @@ async def test_a_counter_without_a_recorded_numbering_is_renumbered_only_when_to
     store = aioseq_store
     await put_counter_value(store, "legacy", {"N": "5"})
     with pytest.raises(ConfigurationError, match="previous=Numbering"):
-        await store.set_numbering("legacy", Numbering())
+        await admin.set_numbering(store, "legacy", Numbering())
     assert await value(store, "legacy") == 5 and await recorded(store, "legacy") is None
-    assert await store.set_numbering("legacy", Numbering(), previous=Numbering(3, 2)) is None
+    assert await admin.set_numbering(store, "legacy", Numbering(), previous=Numbering(3, 2)) is None
     assert await store.atomic_counter("legacy").next() == 15
 
 
@@ -262,7 +263,7 @@ async def test_an_allocator_does_not_give_back_after_a_renumbering(
 ) -> None:
     allocator = aioseq_store.block_allocator("k", block_size=10, prefetch_at=0)
     assert await allocator.next() == 1
-    await aioseq_store.set_numbering("k", Numbering(2, 1))
+    await admin.set_numbering(aioseq_store, "k", Numbering(2, 1))
     renumbered = await value(aioseq_store, "k")
     await allocator.aclose()
     assert allocator.statistics().returned == 0
@@ -351,4 +352,4 @@ async def test_set_numbering_on_a_closed_store_is_refused(aioseq_endpoint: str) 
     store = await DynamoStore.open(table=table, endpoint_url=aioseq_endpoint)
     await store.aclose()
     with pytest.raises(StoreClosed):
-        await store.set_numbering("k", Numbering())
+        await admin.set_numbering(store, "k", Numbering())

@@ -22,9 +22,10 @@ from aioseq import (
     Numbering,
     NumberingMismatch,
     NumberOutOfRange,
+    admin,
 )
+from aioseq.admin import ScanProgress
 from aioseq.config import NUMBERING_ATTRIBUTE
-from aioseq.operations import ScanProgress
 from aioseq.workload import make_taker
 
 
@@ -34,50 +35,52 @@ async def test_set_moves_a_counter_forward_and_next_continues_after_it(
     orders = aioseq_store.atomic_counter("orders")
     assert [await orders.next() for _ in range(3)] == [1, 2, 3]
     before = aioseq_store.requests
-    assert await aioseq_store.set_counter("orders", 1000) == 3
+    assert await admin.set_counter(aioseq_store, "orders", 1000) == 3
     assert aioseq_store.requests - before == {"UpdateItem": 1}
     assert await orders.next() == 1001
-    assert await aioseq_store.set_counter("orders", 1001) == 1001  # the same value: allowed
+    assert await admin.set_counter(aioseq_store, "orders", 1001) == 1001  # the same value: allowed
 
 
 async def test_set_on_a_new_counter_makes_it_and_returns_zero(aioseq_store: DynamoStore) -> None:
-    assert await aioseq_store.set_counter("new", 41) == 0
+    assert await admin.set_counter(aioseq_store, "new", 41) == 0
     assert await aioseq_store.atomic_counter("new").next() == 42
 
 
 async def test_set_refuses_to_move_back_in_one_request_and_writes_nothing(
     aioseq_store: DynamoStore,
 ) -> None:
-    await aioseq_store.set_counter("k", 1000)
+    await admin.set_counter(aioseq_store, "k", 1000)
     item = await counter_item(aioseq_store, "k")
     before = aioseq_store.requests
     with pytest.raises(CounterWouldMoveBack) as raised:
-        await aioseq_store.set_counter("k", 10)
+        await admin.set_counter(aioseq_store, "k", 10)
     assert (raised.value.key, raised.value.current, raised.value.requested) == ("k", 1000, 10)
     assert aioseq_store.requests - before == {"UpdateItem": 1}  # ALL_OLD: no second read
     assert await counter_item(aioseq_store, "k") == item  # not even the timestamp changed
 
 
 async def test_allow_backward_moves_back(aioseq_store: DynamoStore) -> None:
-    await aioseq_store.set_counter("k", 1000)
-    assert await aioseq_store.set_counter("k", 10, allow_backward=True) == 1000
+    await admin.set_counter(aioseq_store, "k", 1000)
+    assert await admin.set_counter(aioseq_store, "k", 10, allow_backward=True) == 1000
     assert await aioseq_store.atomic_counter("k").next() == 11
 
 
 async def test_ensure_at_least_raises_never_lowers(aioseq_store: DynamoStore) -> None:
-    assert await aioseq_store.ensure_at_least("k", 500) == 500
+    assert await admin.ensure_at_least(aioseq_store, "k", 500) == 500
     before = aioseq_store.requests
-    assert await aioseq_store.ensure_at_least("k", 100) == 500  # refused: value from ALL_OLD
-    assert await aioseq_store.ensure_at_least("k", 500) == 500
+    assert await admin.ensure_at_least(aioseq_store, "k", 100) == 500  # refused: value from ALL_OLD
+    assert await admin.ensure_at_least(aioseq_store, "k", 500) == 500
     assert aioseq_store.requests - before == {"UpdateItem": 2}
-    assert await aioseq_store.ensure_at_least("k", 501) == 501
+    assert await admin.ensure_at_least(aioseq_store, "k", 501) == 501
     assert await aioseq_store.atomic_counter("k").next() == 502
 
 
 async def test_ensure_at_least_from_many_deployments_at_once(aioseq_store: DynamoStore) -> None:
-    results = await asyncio.gather(*(aioseq_store.ensure_at_least("k", v) for v in range(1, 21)))
+    results = await asyncio.gather(
+        *(admin.ensure_at_least(aioseq_store, "k", v) for v in range(1, 21))
+    )
     assert all(1 <= r <= 20 for r in results)
-    assert (await aioseq_store.describe_counter("k")).value == 20
+    assert (await admin.describe_counter(aioseq_store, "k")).value == 20
 
 
 @pytest.mark.parametrize(
@@ -90,16 +93,16 @@ async def test_ensure_at_least_from_many_deployments_at_once(aioseq_store: Dynam
 async def test_set_and_ensure_at_least_refuse_a_value_past_the_recorded_max_value(
     aioseq_store: DynamoStore, numbering: Numbering, fits: int, passes: int
 ) -> None:
-    await aioseq_store.set_numbering("k", numbering)
-    for operation in (aioseq_store.set_counter, aioseq_store.ensure_at_least):
+    await admin.set_numbering(aioseq_store, "k", numbering)
+    for operation in (admin.set_counter, admin.ensure_at_least):
         with pytest.raises(NumberOutOfRange, match="past its max_value"):
-            await operation("k", passes)
-        assert (await aioseq_store.describe_counter("k")).value == 0  # nothing written
+            await operation(aioseq_store, "k", passes)
+        assert (await admin.describe_counter(aioseq_store, "k")).value == 0  # nothing written
     before = aioseq_store.requests["UpdateItem"]
-    assert await aioseq_store.set_counter("k", fits - 1) == 0
+    assert await admin.set_counter(aioseq_store, "k", fits - 1) == 0
     assert aioseq_store.requests["UpdateItem"] - before == 2  # refused on the limit, then pinned
-    assert await aioseq_store.ensure_at_least("k", fits) == fits
-    assert (await aioseq_store.describe_counter("k")).numbering == numbering  # kept
+    assert await admin.ensure_at_least(aioseq_store, "k", fits) == fits
+    assert (await admin.describe_counter(aioseq_store, "k")).numbering == numbering  # kept
 
 
 @pytest.mark.parametrize("operation", ["set_counter", "ensure_at_least"])
@@ -108,8 +111,8 @@ async def test_a_value_set_on_a_new_counter_records_the_default_numbering(
 ) -> None:
     """The value was given as a number of the default numbering: an allocator with offset 0
     (numbers 0, 1, 2, ...) would hand out the ids the value was meant to skip."""
-    await getattr(aioseq_store, operation)("orders", 10_997)
-    assert (await aioseq_store.describe_counter("orders")).numbering == Numbering()
+    await getattr(admin, operation)(aioseq_store, "orders", 10_997)
+    assert (await admin.describe_counter(aioseq_store, "orders")).numbering == Numbering()
     with pytest.raises(NumberingMismatch):
         await aioseq_store.block_allocator("orders", offset=0).next()
     assert await aioseq_store.atomic_counter("orders").next() == 10_998
@@ -120,19 +123,19 @@ async def test_a_counter_without_a_limit_of_its_own_is_set_in_one_request(
 ) -> None:
     await aioseq_store.atomic_counter("k").next()  # records stride=1 offset=1, no max_value
     before = aioseq_store.requests["UpdateItem"]
-    await aioseq_store.set_counter("k", 10**38 - 1)
+    await admin.set_counter(aioseq_store, "k", 10**38 - 1)
     assert aioseq_store.requests["UpdateItem"] - before == 1
 
 
 async def test_describe_shows_value_numbering_and_last_update(aioseq_store: DynamoStore) -> None:
     await aioseq_store.atomic_counter("plain").next()
-    plain = await aioseq_store.describe_counter("plain")
+    plain = await admin.describe_counter(aioseq_store, "plain")
     # the first ADD recorded the atomic counter's numbering; next() stamps no time
     assert plain == CounterInfo("plain", 1, Numbering(), None)
 
     start = datetime.now(timezone.utc)
-    await aioseq_store.set_counter("plain", 7)
-    stamped = await aioseq_store.describe_counter("plain")
+    await admin.set_counter(aioseq_store, "plain", 7)
+    stamped = await admin.describe_counter(aioseq_store, "plain")
     assert stamped.value == 7 and stamped.updated_at is not None
     assert start - timedelta(seconds=1) <= stamped.updated_at <= datetime.now(timezone.utc)
 
@@ -145,18 +148,18 @@ async def test_describe_shows_value_numbering_and_last_update(aioseq_store: Dyna
         ExpressionAttributeNames={"#n": NUMBERING_ATTRIBUTE},
         ExpressionAttributeValues={":n": {"S": numbering.encode()}},
     )
-    assert (await aioseq_store.describe_counter("plain")).numbering == numbering
+    assert (await admin.describe_counter(aioseq_store, "plain")).numbering == numbering
 
 
 async def test_describe_an_unknown_key_is_counter_not_found(aioseq_store: DynamoStore) -> None:
     before = aioseq_store.requests
     with pytest.raises(CounterNotFound):
-        await aioseq_store.describe_counter("never-used")
+        await admin.describe_counter(aioseq_store, "never-used")
     assert aioseq_store.requests - before == {"GetItem": 1}
 
 
 async def test_list_shows_every_counter_item_and_nothing_else(aioseq_store: DynamoStore) -> None:
-    await aioseq_store.set_counter("a", 5)
+    await admin.set_counter(aioseq_store, "a", 5)
     atomic = aioseq_store.atomic_counter("b")
     await atomic.next_many(3)
     await aioseq_store.optimistic_counter("c").next()
@@ -164,7 +167,7 @@ async def test_list_shows_every_counter_item_and_nothing_else(aioseq_store: Dyna
     for _ in range(2):
         await invoices.put(lambda n: {"pk": "d", "sk": n})
     await aioseq_store.sort_key_counter("e").put()  # no counter item: not listed
-    listed = {info.key: info for info in [i async for i in aioseq_store.list_counters()]}
+    listed = {info.key: info for info in [i async for i in admin.list_counters(aioseq_store)]}
     assert {k: i.value for k, i in listed.items()} == {"a": 5, "b": 3, "c": 1, "d": 2}
     assert listed["a"].updated_at is not None and listed["b"].updated_at is None
 
@@ -176,7 +179,7 @@ async def test_list_pages_through_a_table_larger_than_one_page(aioseq_store: Dyn
         item = {**aioseq_store.counter_item_key(f"k{i}"), "value": {"N": str(i)}, **pad}
         await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
     before = aioseq_store.requests
-    listed = [info async for info in aioseq_store.list_counters()]
+    listed = [info async for info in admin.list_counters(aioseq_store)]
     assert sorted(info.value for info in listed) == list(range(60))
     assert aioseq_store.requests["Scan"] - before["Scan"] > 1
 
@@ -190,18 +193,18 @@ async def test_bad_values_are_refused_before_any_request(
 ) -> None:
     before = aioseq_store.requests
     with pytest.raises(ConfigurationError):
-        await aioseq_store.set_counter("k", value)
+        await admin.set_counter(aioseq_store, "k", value)
     with pytest.raises(ConfigurationError):
-        await aioseq_store.set_counter("k", value, allow_backward=True)
+        await admin.set_counter(aioseq_store, "k", value, allow_backward=True)
     with pytest.raises(ConfigurationError):
-        await aioseq_store.ensure_at_least("k", value)
+        await admin.ensure_at_least(aioseq_store, "k", value)
     assert aioseq_store.requests == before
     assert await counter_item(aioseq_store, "k") is None
 
 
 async def test_the_largest_value_is_accepted(aioseq_store: DynamoStore) -> None:
-    assert await aioseq_store.set_counter("k", 10**38 - 1) == 0
-    assert (await aioseq_store.describe_counter("k")).value == 10**38 - 1
+    assert await admin.set_counter(aioseq_store, "k", 10**38 - 1) == 0
+    assert (await admin.describe_counter(aioseq_store, "k")).value == 10**38 - 1
 
 
 @pytest.mark.parametrize("bad", [{"S": "12"}, {"N": "-4"}])
@@ -210,9 +213,9 @@ async def test_a_counter_item_with_an_invalid_value_is_left_alone(
 ) -> None:
     await put_counter_value(aioseq_store, "k", bad)
     calls: list[Callable[[], Awaitable[int]]] = [
-        lambda: aioseq_store.set_counter("k", 5),
-        lambda: aioseq_store.set_counter("k", 5, allow_backward=True),
-        lambda: aioseq_store.ensure_at_least("k", 5),
+        lambda: admin.set_counter(aioseq_store, "k", 5),
+        lambda: admin.set_counter(aioseq_store, "k", 5, allow_backward=True),
+        lambda: admin.ensure_at_least(aioseq_store, "k", 5),
     ]
     for call in calls:
         with pytest.raises(CounterValueInvalid):
@@ -247,17 +250,24 @@ async def test_start_after_maximum_scans_in_parallel_and_raises_the_counter(
     await _put_orders(aioseq_store, source_table, ids)
     seen: list[ScanProgress] = []
     before = aioseq_store.requests
-    value = await aioseq_store.start_after_maximum(
-        "orders", table=source_table, attribute="order_id", segments=3, progress=seen.append
+    value = await admin.start_after_maximum(
+        aioseq_store,
+        "orders",
+        table=source_table,
+        attribute="order_id",
+        segments=3,
+        progress=seen.append,
     )
     assert value == 17_000
     assert aioseq_store.requests["Scan"] - before["Scan"] == 3  # one page per segment
     assert seen[-1].segments_done == 3 and seen[-1].items == 7 and seen[-1].maximum == 17_000
     assert await aioseq_store.atomic_counter("orders").next() == 17_001
     # Never moves back, and is safe to run again.
-    await aioseq_store.set_counter("orders", 20_000)
+    await admin.set_counter(aioseq_store, "orders", 20_000)
     assert (
-        await aioseq_store.start_after_maximum("orders", table=source_table, attribute="order_id")
+        await admin.start_after_maximum(
+            aioseq_store, "orders", table=source_table, attribute="order_id"
+        )
         == 20_000
     )
 
@@ -266,9 +276,11 @@ async def test_start_after_maximum_of_the_sort_key_and_under_a_numbering(
     aioseq_store: DynamoStore, source_table: str
 ) -> None:
     await _put_orders(aioseq_store, source_table, [{"N": "1"}])
-    assert await aioseq_store.start_after_maximum("k", table=source_table, attribute="sk") == 0
+    assert (
+        await admin.start_after_maximum(aioseq_store, "k", table=source_table, attribute="sk") == 0
+    )
     # A counter numbered 2, 5, 8, ... (stride 3, offset 2): past 17 means value 6 (number 17).
-    await aioseq_store.set_counter("n", 0)
+    await admin.set_counter(aioseq_store, "n", 0)
     await aioseq_store.call(
         "update_item",
         TableName=aioseq_store.table.name,
@@ -278,7 +290,9 @@ async def test_start_after_maximum_of_the_sort_key_and_under_a_numbering(
         ExpressionAttributeValues={":n": {"S": "stride=3 offset=2"}},
     )
     await _put_orders(aioseq_store, source_table, [{"N": "17"}])
-    raised = await aioseq_store.start_after_maximum("n", table=source_table, attribute="order_id")
+    raised = await admin.start_after_maximum(
+        aioseq_store, "n", table=source_table, attribute="order_id"
+    )
     assert raised == 6
 
 
@@ -296,7 +310,7 @@ async def test_start_after_maximum_refuses_bad_arguments(
 ) -> None:
     before = aioseq_store.requests
     with pytest.raises(ConfigurationError):
-        await aioseq_store.start_after_maximum("k", **{"attribute": "id", **options})
+        await admin.start_after_maximum(aioseq_store, "k", **{"attribute": "id", **options})
     assert aioseq_store.requests == before
 
 
@@ -319,7 +333,7 @@ async def test_set_forward_while_counters_run(aioseq_store: DynamoStore, strateg
 
     async def operator() -> int:
         await warmed_up.wait()
-        previous = await aioseq_store.set_counter("shared", target)
+        previous = await admin.set_counter(aioseq_store, "shared", target)
         set_done.set()
         return previous
 

@@ -1,4 +1,5 @@
-"""The pure half of aioseq.operations: argument checks, formatting, numbering arithmetic."""
+"""The pure half of aioseq.admin (argument checks, numbering arithmetic, the renumbering
+request, the scan tally) and the CLI's output formats."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from typing import Any
 import pytest
 
 from aioseq import ConfigurationError, CounterInfo, CounterValueInvalid, Numbering
-from aioseq.cli import _parse_value
-from aioseq.operations import (
+from aioseq._admin_values import (
+    ScanProgress,
+    ScanTally,
     check_value,
     counter_info,
-    counter_line,
-    counter_record,
+    renumbering,
     value_for_maximum,
 )
+from aioseq.cli import _parse_value, counter_line, counter_record
 
 WHEN = datetime(2025, 1, 31, 12, 0, tzinfo=timezone.utc)
 
@@ -97,3 +99,47 @@ def test_the_value_past_a_maximum(maximum: int, numbering: Numbering | None, val
     if numbering is not None:
         assert numbering.number(value + 1) > maximum
         assert value == 0 or numbering.number(value) <= maximum
+
+
+def _to_3_2(
+    item: dict[str, Any] | None, previous: Numbering | None = None
+) -> tuple[Numbering | None, dict[str, Any]]:
+    """The request that renumbers counter ``k`` to ``stride=3 offset=2``."""
+    return renumbering(
+        item,
+        key="k",
+        numbering=Numbering(3, 2),
+        previous=previous,
+        value_attribute="value",
+        partition_key="pk",
+    )
+
+
+def test_a_renumbering_is_conditional_on_the_counter_item_as_read() -> None:
+    old, params = _to_3_2(None)
+    assert old is None and params["ConditionExpression"] == "attribute_not_exists(#pk)"
+    assert params["ExpressionAttributeValues"][":renumbered"] == {"N": "0"}
+
+    item = {"pk": {"S": "k"}, "value": {"N": "4"}, "aioseq_numbering": {"S": "stride=1 offset=1"}}
+    old, params = _to_3_2(item)
+    assert old == Numbering()
+    assert params["ConditionExpression"] == "#value = :value AND #numbering = :old"
+    values = params["ExpressionAttributeValues"]
+    assert values[":value"] == {"N": "4"} and values[":new"] == {"S": "stride=3 offset=2"}
+    assert Numbering(3, 2).number(int(values[":renumbered"]["N"]) + 1) > 4  # past number 4
+
+    legacy = {"pk": {"S": "k"}, "value": {"N": "4"}}
+    with pytest.raises(ConfigurationError, match="previous="):
+        _to_3_2(legacy)
+    old, params = _to_3_2(legacy, previous=Numbering())
+    assert old is None
+    assert "attribute_not_exists(#numbering)" in params["ConditionExpression"]
+
+
+def test_a_scan_tally_keeps_the_highest_whole_number_over_pages() -> None:
+    tally = ScanTally(segments=2)
+    page = [{"n": {"N": "7"}}, {"n": {"S": "0012"}}, {"n": {"N": "99.5"}}, {"n": {"S": "x"}}, {}]
+    assert tally.add_page(page, "n", last=False) == ScanProgress(0, 2, 1, 5, 12)
+    assert tally.add_page([{"n": {"N": "-50"}}], "n", last=True) == ScanProgress(1, 2, 2, 6, 12)
+    assert tally.add_page([], "n", last=True) == ScanProgress(2, 2, 3, 6, 12)
+    assert tally.maximum == 12

@@ -1,9 +1,9 @@
-"""Operating counters like a SQL sequence: set, raise, inspect and list them.
+"""Counter administration, like a SQL sequence's: set, raise, inspect, list, scan, renumber.
 
 PostgreSQL has ``setval``, ``ALTER SEQUENCE ... RESTART`` and ``\\ds``; aioseq has these
-functions, each taking the :class:`~aioseq.DynamoStore` whose table holds the counter items
-(the store's methods of the same names delegate here). Every request goes through
-``store.call`` (counted, errors translated) under the store's retry policy.
+functions, each taking first the :class:`~aioseq.DynamoStore` whose table holds the counter
+items (``await aioseq.admin.set_counter(store, "k", 1000)``). Every request runs under the
+store's retry engine (``store.request``, or ``store.retry.run`` around ``store.call``).
 
 They act on counter items, ``{pk: <key>, sk: 0, value: N, ...}``: the counters of the atomic,
 allocator, optimistic and transactional strategies. A sort-key counter has no counter item (its
@@ -13,12 +13,10 @@ A counter's *value* is its counter item's ``value``: with the default numbering,
 handed out (``set_counter(store, "k", 1000)``, then ``next()`` gives 1001). With a
 :class:`~aioseq.Numbering`, value ``v`` is the ``v``-th number, ``offset + (v - 1) * stride``.
 
-Operator writes (:func:`set_counter`, :func:`ensure_at_least`) also record when they moved a
-counter, in ``aioseq_updated_at`` (ISO-8601, UTC), which :func:`list_counters` and
-:func:`describe_counter` show. The strategies' own writes do not: ``next()`` is the hot path,
-its write stays as small as it is (one attribute fewer to send and store per number), and a
-counter moved only by ``next()`` shows no last update. The time is the clock of the process
-that wrote it.
+Operator writes (:func:`set_counter`, :func:`ensure_at_least`, :func:`set_numbering`) also
+record when they moved a counter, in ``aioseq_updated_at`` (ISO-8601, UTC, the writing
+process's clock), which :func:`list_counters` and :func:`describe_counter` show. The
+strategies' own writes do not: ``next()`` is the hot path and its write stays as small as it is.
 
 Moving a counter does not break the resolution of lost answers of the optimistic and
 transactional strategies (:mod:`aioseq.strategies._recent_writes`): that resolution reads only
@@ -26,21 +24,32 @@ transactional strategies (:mod:`aioseq.strategies._recent_writes`): that resolut
 whose answer was lost either left its token (applied) or did not (not applied), whatever the
 value became since; a pending conditional write that expects the old value fails its
 condition and is tried again from the new value.
+
+The values and the pure arithmetic live in :mod:`aioseq._admin_values`; the CLI's output
+formats in :mod:`aioseq.cli`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from aioseq._admin_values import CounterInfo as CounterInfo
+from aioseq._admin_values import Progress as Progress
+from aioseq._admin_values import ScanProgress as ScanProgress
+from aioseq._admin_values import (
+    ScanTally,
+    check_value,
+    check_within_limit,
+    counter_info,
+    now,
+    renumbering,
+    whole_number,
+)
+from aioseq._admin_values import value_for_maximum as value_for_maximum
 from aioseq._retry import Verdict, is_transient
 from aioseq._values import (
-    MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
     UPDATED_AT_ATTRIBUTE,
     AttributeValue,
@@ -57,20 +66,16 @@ from aioseq.errors import (
     ConfigurationError,
     CounterNotFound,
     CounterWouldMoveBack,
-    NumberOutOfRange,
 )
-from aioseq.numbering import recorded_text, renumbered_value
+from aioseq.numbering import recorded_text
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
 __all__ = [
     "CounterInfo",
+    "Progress",
     "ScanProgress",
-    "check_value",
-    "counter_info",
-    "counter_line",
-    "counter_record",
     "describe_counter",
     "ensure_at_least",
     "list_counters",
@@ -84,153 +89,6 @@ __all__ = [
 #: The most segments :func:`scan_maximum` scans in parallel (DynamoDB allows 1,000,000; more
 #: than a few dozen only adds requests in flight on one client).
 MAX_SEGMENTS = 64
-
-
-@dataclass(frozen=True)
-class CounterInfo:
-    """One counter as its counter item holds it.
-
-    Attributes:
-        key: the counter key (the counter item's partition key value).
-        value: the counter's value, a whole number from 0 to ``10**38 - 1`` (with the default
-            numbering, the last number handed out).
-        numbering: the :class:`~aioseq.Numbering` recorded in ``aioseq_numbering``, or
-            ``None`` when the counter item has none (the default numbering, or a counter made
-            before numberings were recorded).
-        updated_at: when :func:`set_counter` or :func:`ensure_at_least` last moved it
-            (``aioseq_updated_at``, timezone-aware UTC), or ``None`` when they never did.
-    """
-
-    key: str
-    value: int
-    numbering: Numbering | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class ScanProgress:
-    """How far :func:`scan_maximum` has got, reported after each page.
-
-    Attributes:
-        segments_done: segments scanned to their end.
-        segments: segments in all (``TotalSegments``).
-        pages: pages read so far, all segments together.
-        items: items read so far.
-        maximum: the highest value found so far (0 if none).
-    """
-
-    segments_done: int
-    segments: int
-    pages: int
-    items: int
-    maximum: int
-
-
-Progress = Callable[[ScanProgress], None]
-
-
-# --- pure helpers: argument checks and formatting ---------------------------------------------
-
-
-def check_value(value: object, what: str = "value") -> int:
-    """A counter value: an ``int`` (not ``bool``) from 0 to ``10**38 - 1``.
-
-    Raises:
-        ConfigurationError: anything else (a float, a str, a negative or too large int).
-    """
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigurationError(f"{what} must be an int, not {type(value).__name__}")
-    if not 0 <= value <= MAX_NUMBER:
-        raise ConfigurationError(f"{what} must be an int from 0 to 10**38 - 1, not {value}")
-    return value
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
-def _parse_time(found: AttributeValue | None) -> datetime | None:
-    """``aioseq_updated_at`` as a timezone-aware datetime; ``None`` if missing or not ours."""
-    text = found.get("S") if found else None
-    if not isinstance(text, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
-
-
-def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str) -> CounterInfo:
-    """The :class:`CounterInfo` of a counter item (AttributeValues).
-
-    Raises:
-        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
-            ``aioseq_numbering`` is not one aioseq wrote.
-    """
-    recorded = recorded_text(item, key)
-    return CounterInfo(
-        key=key,
-        value=parse_counter(item, key, attribute),
-        numbering=None if recorded is None else Numbering.decode(recorded),
-        updated_at=_parse_time(item.get(UPDATED_AT_ATTRIBUTE)),
-    )
-
-
-def _escape(text: str) -> str:
-    """``text`` on one line, its fields kept apart: backslash, tab, CR and LF escaped."""
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-
-
-def counter_line(info: CounterInfo) -> str:
-    """One line of ``aioseq list`` / ``aioseq describe``: key, value, numbering, last update,
-    separated by tabs; ``-`` for a missing field; the key with backslash, tab, CR and LF
-    escaped (``--json`` gives keys as they are)::
-
-        k1	11	-	2025-01-31T12:00:00.000000+00:00
-    """
-    numbering = info.numbering.encode() if info.numbering is not None else "-"
-    updated = info.updated_at.isoformat(timespec="microseconds") if info.updated_at else "-"
-    return f"{_escape(info.key)}\t{info.value}\t{numbering}\t{updated}"
-
-
-def counter_record(info: CounterInfo) -> dict[str, Any]:
-    """``info`` as a JSON-ready dict (``aioseq list --json``, one per line): ``key``,
-    ``value`` (a JSON integer: exact in Python, beyond 2**53 not in JavaScript), ``numbering``
-    (``{"stride", "offset", "max_value"}`` or ``null``), ``updated_at`` (ISO-8601 or
-    ``null``)."""
-    return {
-        "key": info.key,
-        "value": info.value,
-        "numbering": (dataclasses.asdict(info.numbering) if info.numbering is not None else None),
-        "updated_at": (
-            info.updated_at.isoformat(timespec="microseconds") if info.updated_at else None
-        ),
-    }
-
-
-def value_for_maximum(maximum: int, numbering: Numbering | None) -> int:
-    """The counter value after which every number handed out is above ``maximum``: the value
-    of the highest number ``<= maximum`` under ``numbering`` (``maximum`` itself under the
-    default numbering; 0 when no number is that low)."""
-    return maximum if numbering is None else numbering.count_up_to(maximum)
-
-
-def _whole(found: AttributeValue | None) -> int | None:
-    """The whole number in an ``N`` AttributeValue (an ``S`` of digits too: a zero-padded
-    sort key); ``None`` for anything else (another type, a fraction, a negative number)."""
-    if not found:
-        return None
-    if "N" in found:
-        try:
-            parsed = Decimal(found["N"])
-        except InvalidOperation:
-            return None
-        if parsed.is_finite() and parsed >= 0 and parsed == parsed.to_integral_value():
-            return int(parsed)
-        return None
-    text = found.get("S")
-    return int(text) if isinstance(text, str) and text.isdigit() and text.isascii() else None
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -258,23 +116,6 @@ _SET_VALUE = (
     "SET #value = :value, #updated = :now,"
     " #numbering = if_not_exists(#numbering, :default_numbering)"
 )
-
-
-def _check_within_limit(key: str, value: int, recorded: str) -> None:
-    """Refuse ``value`` when its number passes the ``max_value`` of the numbering ``recorded``.
-
-    Raises:
-        NumberOutOfRange: it does (nothing is written).
-    """
-    numbering = Numbering.decode(recorded)
-    if numbering.max_value is not None and value > 0:
-        highest = numbering.number(value)
-        if highest > numbering.max_value:
-            raise NumberOutOfRange(
-                highest,
-                f"counter {key!r} is numbered {recorded!r}: value {value} is number {highest},"
-                f" past its max_value; nothing was written",
-            )
 
 
 async def _write_within_limit(
@@ -315,7 +156,7 @@ async def _write_within_limit(
             pinned = limit_values.get(":recorded", {}).get("S")
             if recorded is None or " max_value=" not in recorded or recorded == pinned:
                 raise  # not the limit: the caller's condition (or a vanished limit) refused it
-            _check_within_limit(key, value, recorded)
+            check_within_limit(key, value, recorded)
             # a numbering with a limit, which the value fits: pin it and send again
             limit, limit_values = "#numbering = :recorded", {":recorded": {"S": recorded}}
     raise ConditionFailed(  # set_numbering kept changing the numbering under us
@@ -415,7 +256,7 @@ async def set_counter(
             value,
             condition,
             {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
-            {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
+            {":value": number(value), ":now": {"S": now()}, **_VALID_VALUES},
             UpdateExpression=_SET_VALUE,
             ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
@@ -425,7 +266,7 @@ async def set_counter(
             raise
         raise CounterWouldMoveBack(key, current, value) from None
     previous = response.get("Attributes", {}).get(spec.value_attribute)
-    return _whole(previous) or 0
+    return whole_number(previous) or 0
 
 
 async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
@@ -474,7 +315,7 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
             value,
             f"{_VALID} AND #value < :value",
             {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
-            {":value": number(value), ":now": {"S": _now()}, **_VALID_VALUES},
+            {":value": number(value), ":now": {"S": now()}, **_VALID_VALUES},
             UpdateExpression=_SET_VALUE,
         )
     except ConditionFailed as exc:
@@ -595,19 +436,7 @@ async def scan_maximum(
     check_table_name(table)
     check_attribute_name(attribute)
     check_count(segments, "segments", maximum=MAX_SEGMENTS)
-    state = {"done": 0, "pages": 0, "items": 0, "maximum": 0}
-
-    def report() -> None:
-        if progress is not None:
-            progress(
-                ScanProgress(
-                    segments_done=state["done"],
-                    segments=segments,
-                    pages=state["pages"],
-                    items=state["items"],
-                    maximum=state["maximum"],
-                )
-            )
+    tally = ScanTally(segments)
 
     async def scan(segment: int) -> None:
         params: dict[str, Any] = {
@@ -619,17 +448,10 @@ async def scan_maximum(
         }
         while True:
             page = await store.request("scan", **params)
-            items = page.get("Items", [])
-            for item in items:
-                found = _whole(item.get(attribute))
-                if found is not None and found > state["maximum"]:
-                    state["maximum"] = found
-            state["pages"] += 1
-            state["items"] += len(items)
             last = page.get("LastEvaluatedKey")
-            if last is None:
-                state["done"] += 1
-            report()
+            seen = tally.add_page(page.get("Items", []), attribute, last=last is None)
+            if progress is not None:
+                progress(seen)
             if last is None:
                 return
             params["ExclusiveStartKey"] = last
@@ -644,7 +466,7 @@ async def scan_maximum(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    return state["maximum"]
+    return tally.maximum
 
 
 async def start_after_maximum(
@@ -755,48 +577,16 @@ async def set_numbering(
         response = await store.call(
             "get_item", TableName=table.name, Key=counter_key, ConsistentRead=True
         )
-        item: dict[str, Any] | None = response.get("Item")
-        old_text = recorded_text(item, key)
-        value = parse_counter(item, key, table.value_attribute)
-        if old_text is not None:
-            old = Numbering.decode(old_text)
-        elif previous is not None or value == 0:
-            old = previous or Numbering()
-        else:
-            raise ConfigurationError(
-                f"counter {key!r} records no numbering and is at value {value}: pass"
-                " previous=Numbering(...), the numbering its numbers were handed out under"
-            )
-        names = {
-            "#numbering": NUMBERING_ATTRIBUTE,
-            "#value": table.value_attribute,
-            "#updated": UPDATED_AT_ATTRIBUTE,
-        }
-        values = {
-            ":new": {"S": numbering.encode()},
-            ":renumbered": number(renumbered_value(value, old, numbering)),
-            ":now": {"S": _now()},
-        }
-        if not item:
-            condition = "attribute_not_exists(#pk)"
-            names["#pk"] = table.partition_key
-        else:
-            values[":value"] = number(value)
-            if old_text is None:
-                condition = "#value = :value AND attribute_not_exists(#numbering)"
-            else:
-                condition = "#value = :value AND #numbering = :old"
-                values[":old"] = {"S": old_text}
-        await store.call(
-            "update_item",
-            TableName=table.name,
-            Key=counter_key,
-            UpdateExpression="SET #numbering = :new, #value = :renumbered, #updated = :now",
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+        old, params = renumbering(
+            response.get("Item"),
+            key=key,
+            numbering=numbering,
+            previous=previous,
+            value_attribute=table.value_attribute,
+            partition_key=table.partition_key,
         )
-        return old if old_text is not None else None
+        await store.call("update_item", TableName=table.name, Key=counter_key, **params)
+        return old
 
     return await store.retry.run(attempt, classify=_renumber_verdict, counter_key=key)
 

@@ -1,0 +1,252 @@
+"""The pure half of :mod:`aioseq.admin`: the values it returns, its argument checks and its
+arithmetic (what a counter item says, which value a maximum calls for, whether a value fits a
+numbering's limit). No I/O; :mod:`aioseq.admin` sends the requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from aioseq._values import (
+    MAX_NUMBER,
+    NUMBERING_ATTRIBUTE,
+    UPDATED_AT_ATTRIBUTE,
+    AttributeValue,
+    Numbering,
+    number,
+    parse_counter,
+)
+from aioseq.errors import ConfigurationError, NumberOutOfRange
+from aioseq.numbering import recorded_text, renumbered_value
+
+__all__ = [
+    "CounterInfo",
+    "Progress",
+    "ScanProgress",
+    "ScanTally",
+    "check_value",
+    "check_within_limit",
+    "counter_info",
+    "now",
+    "renumbering",
+    "value_for_maximum",
+    "whole_number",
+]
+
+
+@dataclass(frozen=True)
+class CounterInfo:
+    """One counter as its counter item holds it.
+
+    Attributes:
+        key: the counter key (the counter item's partition key value).
+        value: the counter's value, a whole number from 0 to ``10**38 - 1`` (with the default
+            numbering, the last number handed out).
+        numbering: the :class:`~aioseq.Numbering` recorded in ``aioseq_numbering``, or
+            ``None`` when the counter item has none (the default numbering, or a counter made
+            before numberings were recorded).
+        updated_at: when an operator's write (:func:`~aioseq.admin.set_counter`,
+            :func:`~aioseq.admin.ensure_at_least`, :func:`~aioseq.admin.set_numbering`) last
+            moved it (``aioseq_updated_at``, timezone-aware UTC), or ``None`` if none did.
+    """
+
+    key: str
+    value: int
+    numbering: Numbering | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """How far :func:`~aioseq.admin.scan_maximum` has got, reported after each page.
+
+    Attributes:
+        segments_done: segments scanned to their end.
+        segments: segments in all (``TotalSegments``).
+        pages: pages read so far, all segments together.
+        items: items read so far.
+        maximum: the highest value found so far (0 if none).
+    """
+
+    segments_done: int
+    segments: int
+    pages: int
+    items: int
+    maximum: int
+
+
+Progress = Callable[[ScanProgress], None]
+
+
+@dataclass
+class ScanTally:
+    """What :func:`~aioseq.admin.scan_maximum` has read so far, all segments together."""
+
+    segments: int
+    segments_done: int = 0
+    pages: int = 0
+    items: int = 0
+    maximum: int = 0
+
+    def add_page(
+        self, items: Sequence[Mapping[str, AttributeValue]], attribute: str, *, last: bool
+    ) -> ScanProgress:
+        """Count one page of a segment (``last``: its final page); the progress after it."""
+        for item in items:
+            found = whole_number(item.get(attribute))
+            if found is not None and found > self.maximum:
+                self.maximum = found
+        self.pages += 1
+        self.items += len(items)
+        if last:
+            self.segments_done += 1
+        return ScanProgress(self.segments_done, self.segments, self.pages, self.items, self.maximum)
+
+
+def check_value(value: object, what: str = "value") -> int:
+    """A counter value: an ``int`` (not ``bool``) from 0 to ``10**38 - 1``.
+
+    Raises:
+        ConfigurationError: anything else (a float, a str, a negative or too large int).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= MAX_NUMBER:
+        raise ConfigurationError(f"{what} must be an int from 0 to 10**38 - 1, not {value}")
+    return value
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(found: AttributeValue | None) -> datetime | None:
+    """``aioseq_updated_at`` as a timezone-aware datetime; ``None`` if missing or not ours."""
+    text = found.get("S") if found else None
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str) -> CounterInfo:
+    """The :class:`CounterInfo` of a counter item (AttributeValues).
+
+    Raises:
+        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
+            ``aioseq_numbering`` is not one aioseq wrote.
+    """
+    recorded = recorded_text(item, key)
+    return CounterInfo(
+        key=key,
+        value=parse_counter(item, key, attribute),
+        numbering=None if recorded is None else Numbering.decode(recorded),
+        updated_at=parse_time(item.get(UPDATED_AT_ATTRIBUTE)),
+    )
+
+
+def value_for_maximum(maximum: int, numbering: Numbering | None) -> int:
+    """The counter value after which every number handed out is above ``maximum``: the value
+    of the highest number ``<= maximum`` under ``numbering`` (``maximum`` itself under the
+    default numbering; 0 when no number is that low)."""
+    return maximum if numbering is None else numbering.count_up_to(maximum)
+
+
+def whole_number(found: AttributeValue | None) -> int | None:
+    """The whole number in an ``N`` AttributeValue (an ``S`` of digits too: a zero-padded
+    sort key); ``None`` for anything else (another type, a fraction, a negative number)."""
+    if not found:
+        return None
+    if "N" in found:
+        try:
+            parsed = Decimal(found["N"])
+        except InvalidOperation:
+            return None
+        if parsed.is_finite() and parsed >= 0 and parsed == parsed.to_integral_value():
+            return int(parsed)
+        return None
+    text = found.get("S")
+    return int(text) if isinstance(text, str) and text.isdigit() and text.isascii() else None
+
+
+def check_within_limit(key: str, value: int, recorded: str) -> None:
+    """Refuse ``value`` when its number passes the ``max_value`` of the numbering ``recorded``.
+
+    Raises:
+        NumberOutOfRange: it does (nothing is written).
+    """
+    numbering = Numbering.decode(recorded)
+    if numbering.max_value is not None and value > 0:
+        highest = numbering.number(value)
+        if highest > numbering.max_value:
+            raise NumberOutOfRange(
+                highest,
+                f"counter {key!r} is numbered {recorded!r}: value {value} is number {highest},"
+                f" past its max_value; nothing was written",
+            )
+
+
+def renumbering(
+    item: Mapping[str, AttributeValue] | None,
+    *,
+    key: str,
+    numbering: Numbering,
+    previous: Numbering | None,
+    value_attribute: str,
+    partition_key: str,
+) -> tuple[Numbering | None, dict[str, Any]]:
+    """The ``UpdateItem`` that changes counter ``key``'s numbering to ``numbering``, given
+    ``item``, its counter item as read (``None`` if there is none): the numbering recorded
+    before (``None`` if none) and the request's ``UpdateExpression``, ``ConditionExpression``
+    and its names and values. The condition holds only if the counter item is still as read.
+
+    Raises:
+        ConfigurationError: the counter item records no numbering, has handed out numbers, and
+            ``previous`` does not say under which numbering.
+        CounterValueInvalid: its value or numbering is unreadable.
+    """
+    old_text = recorded_text(item, key)
+    value = parse_counter(item, key, value_attribute)
+    if old_text is not None:
+        old = Numbering.decode(old_text)
+    elif previous is not None or value == 0:
+        old = previous or Numbering()
+    else:
+        raise ConfigurationError(
+            f"counter {key!r} records no numbering and is at value {value}: pass"
+            " previous=Numbering(...), the numbering its numbers were handed out under"
+        )
+    names = {
+        "#numbering": NUMBERING_ATTRIBUTE,
+        "#value": value_attribute,
+        "#updated": UPDATED_AT_ATTRIBUTE,
+    }
+    values: dict[str, AttributeValue] = {
+        ":new": {"S": numbering.encode()},
+        ":renumbered": number(renumbered_value(value, old, numbering)),
+        ":now": {"S": now()},
+    }
+    if not item:
+        condition = "attribute_not_exists(#pk)"
+        names["#pk"] = partition_key
+    else:
+        values[":value"] = number(value)
+        if old_text is None:
+            condition = "#value = :value AND attribute_not_exists(#numbering)"
+        else:
+            condition = "#value = :value AND #numbering = :old"
+            values[":old"] = {"S": old_text}
+    params = {
+        "UpdateExpression": "SET #numbering = :new, #value = :renumbered, #updated = :now",
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    return (old if old_text is not None else None), params
