@@ -85,7 +85,7 @@ class BlockAllocator:
       requires it, in the same request: an allocator (or a counter of another strategy) made
       with another numbering on the same key raises
       :class:`~aioseq.errors.NumberingMismatch` at its first refill, and takes nothing. See
-      :mod:`aioseq.numbering`; change a numbering with ``DynamoStore.set_numbering``.
+      :mod:`aioseq.numbering`; change a numbering with ``aioseq.admin.set_numbering(store, ...)``.
 
     Guarantees:
         - unique: always, across processes (the blocks come from ``ADD``).

@@ -86,14 +86,14 @@ class TransactionalCounter(Strategy):
     **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
     this object are gathered into one transaction, ``SET #value = :current + k`` plus k
     conditional puts numbered ``current + 1 .. current + k`` in arrival order (at most
-    ``max_group_size`` <= 99 items and ~4 MB, with at most one transaction in flight). A lone
-    caller does not wait for company (unless ``batch_window_secs`` asks it to); callers who
-    arrive while a group commits form the next group. An item that exists or is invalid fails
-    alone, from ``CancellationReasons``, and the rest of its group is committed again without
-    it, still gapless. A caller cancelled before its group commits drops out without a gap; one
-    cancelled during the commit has its item stored with its number. This keeps every guarantee
-    below and turns k round trips into one: throughput grows with concurrency instead of
-    collapsing.
+    ``GroupCommit.max_size`` <= 99 items and ~4 MB, with at most one transaction in flight). A
+    lone caller does not wait for company (unless ``GroupCommit.window_secs`` asks it to);
+    callers who arrive while a group commits form the next group. An item that exists or is
+    invalid fails alone, from ``CancellationReasons``, and the rest of its group is committed
+    next without it, still gapless. A caller cancelled before its group commits drops out
+    without a gap; one cancelled during the commit has its item stored with its number. This
+    keeps every guarantee below and turns k round trips into one: throughput grows with
+    concurrency instead of collapsing.
 
     Guarantees:
         - unique: always.
