@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
-    from aioseq.testing.fault_proxy import FaultSchedule as FaultSchedule
+    from aioseq.testing.faults import FaultSchedule as FaultSchedule
     from aioseq.testing.history import History as History
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
@@ -61,7 +61,7 @@ _MODULES = {
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
     "Endpoint": "aioseq.testing.servers",
     "FaultProxy": "aioseq.testing.fault_proxy",
-    "FaultSchedule": "aioseq.testing.fault_proxy",
+    "FaultSchedule": "aioseq.testing.faults",
     "History": "aioseq.testing.history",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
