@@ -50,10 +50,10 @@ from collections.abc import Sequence
 
 from aioseq import __version__
 from aioseq._store import DynamoStore
+from aioseq._workload import STRATEGIES, make_taker, run_workload
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
 from aioseq.errors import ConfigurationError, CounterNotFound
 from aioseq.operations import ScanProgress, counter_line, counter_record
-from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 __all__ = ["main"]
 

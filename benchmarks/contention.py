@@ -48,8 +48,8 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from aioseq import DynamoStore
+from aioseq._workload import check_numbers, take_numbers
 from aioseq.testing import serving
-from aioseq.workload import check_numbers, take_numbers
 from benchmarks import variants as variants_module
 from benchmarks._report import header
 from benchmarks.hot_path import measure_hot_path

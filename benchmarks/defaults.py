@@ -32,7 +32,7 @@ with the measurements that explain it, it does not fail the run):
    configuration compared with the library's defaults (:func:`recommend`).
 
 Every row runs on a fresh table with :func:`benchmarks.contention.run_row` (tasks started
-together by :func:`aioseq.workload.take_numbers`) and is checked the same way: no duplicate,
+together by :func:`aioseq._workload.take_numbers`) and is checked the same way: no duplicate,
 no gap where the strategy promises none, every stored item handed out and every number handed
 out stored. Rows compared in a ratio run in the same run, next to each other, in alternating
 rounds (the figure is the median of the rounds' ratios). Each row also records the CPU used

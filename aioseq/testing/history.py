@@ -9,8 +9,8 @@ items stored:
 
 - **unique**, always: no number handed out twice, across processes.
 - **exactly once** for ``sort-key`` and ``transactional``: every call that stores an item
-  carries a payload unique to it (:attr:`Call.payload`; ``aioseq.workload`` stores it in the
-  item's ``payload`` attribute, and :func:`aioseq.workload.stored_payloads` reads number ->
+  carries a payload unique to it (:attr:`Call.payload`; ``aioseq._workload`` stores it in the
+  item's ``payload`` attribute, and :func:`aioseq._workload.stored_payloads` reads number ->
   payload back). Every number handed out has its item, holding its own call's payload; no
   payload is stored under two numbers (**stored twice**: a write whose answer was lost, made
   again under a new number); the stored items are numbered exactly ``1..max`` (no **holes**).
@@ -67,9 +67,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from aioseq._workload import GAPLESS_STRATEGIES, STRATEGIES
 from aioseq.config import TableSpec
 from aioseq.testing.fault_proxy import Exchange
-from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES
 
 __all__ = [
     "ANSWER_LOST",
@@ -425,14 +425,14 @@ class History:
         """Check the calls on ``counter`` against ``strategy``'s guarantees.
 
         Parameters:
-            strategy: one of ``aioseq.workload.STRATEGIES``, or a variant of one
+            strategy: one of ``aioseq._workload.STRATEGIES``, or a variant of one
                 (:func:`base_strategy`).
             counter: the counter key.
             top: the counter item's value at the end (the last number the counter gave);
                 for the counter strategies, to count the gaps below it (default: the highest
                 number handed out).
             stored: the stored items of ``sort-key`` and ``transactional`` (required for
-                them): number -> payload (``aioseq.workload.stored_payloads``), or only their
+                them): number -> payload (``aioseq._workload.stored_payloads``), or only their
                 numbers (``stored_numbers``: then items stored twice cannot be told).
 
         Raises:

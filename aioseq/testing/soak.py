@@ -67,18 +67,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aioseq._store import DynamoStore
-from aioseq.config import TableSpec
-from aioseq.errors import AioseqError
-from aioseq.testing import serving
-from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import History, Report
-from aioseq.workload import (
+from aioseq._workload import (
     GAPLESS_STRATEGIES,
     GROUPED_STRATEGIES,
     STRATEGIES,
     make_taker,
     stored_payloads,
 )
+from aioseq.config import TableSpec
+from aioseq.errors import AioseqError
+from aioseq.testing import serving
+from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS, FaultProxy, FaultSchedule
+from aioseq.testing.history import History, Report
 
 __all__ = [
     "DEFAULT_FAULTS",

@@ -23,9 +23,9 @@ from aioseq import (
     NumberingMismatch,
     NumberOutOfRange,
 )
+from aioseq._workload import make_taker
 from aioseq.config import NUMBERING_ATTRIBUTE
 from aioseq.operations import ScanProgress
-from aioseq.workload import make_taker
 
 
 async def test_set_moves_a_counter_forward_and_next_continues_after_it(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from aioseq._workload import check_numbers, stored_twice
 from aioseq.testing.fault_proxy import Exchange
 from aioseq.testing.history import (
     ANSWER_LOST,
@@ -29,7 +30,6 @@ from aioseq.testing.history import (
     WireWrite,
     base_strategy,
 )
-from aioseq.workload import check_numbers, stored_twice
 
 
 def call(
@@ -437,7 +437,7 @@ def test_observe_reads_the_numbers_each_write_took() -> None:
     assert history.wire_observed and all(w.observed is not None for w in history.wire)
 
 
-# --- aioseq.workload's quick check -----------------------------------------------------------
+# --- aioseq._workload's quick check ----------------------------------------------------------
 
 
 def test_check_numbers_counts_items_stored_twice_when_given_payloads() -> None:

@@ -1,5 +1,9 @@
 """Take N numbers from one counter key with C concurrent tasks: what ``aioseq next``, the demo
-and the benchmarks run, and how they check the result."""
+and the benchmarks run, and how they check the result.
+
+Private: it ships in the wheel because ``aioseq next`` and ``aioseq demo`` run it; aioseq's
+tests, benchmarks, soak and history checker import it
+too, but users do not."""
 
 from __future__ import annotations
 
