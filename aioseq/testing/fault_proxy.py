@@ -43,8 +43,9 @@ trip comes before the answer. Throttles are counted apart from the schedule's fa
 applied either: the client gets the reset it was scheduled to get.
 
 Each exchange can be reported to an ``on_exchange`` callback (in the proxy's thread) with
-the request, the server's answer and whether the client got it: :mod:`aioseq.testing.history`
-uses that to account for every number the server handed out whose answer was lost.
+the request, the server's answer and whether the client got it: aioseq's history checker
+(``verification.history``, in aioseq's repository, not in the wheel) uses that to account for
+every number the server handed out whose answer was lost.
 
 From a test::
 

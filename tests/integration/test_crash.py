@@ -22,7 +22,7 @@ from aioseq._workload import (
     stored_twice,
 )
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import DOCUMENTED_CAUSES, History
+from verification.history import DOCUMENTED_CAUSES, History
 
 #: Each strategy with its defaults (``None``: grouped where it can be), and ungrouped.
 VARIANTS = [(s, None) for s in STRATEGIES] + [(s, False) for s in sorted(GROUPED_STRATEGIES)]

@@ -1,4 +1,4 @@
-"""The history checker (``aioseq.testing.history``) on made-up histories: no server, fast.
+"""The history checker (``verification.history``) on made-up histories: no server, fast.
 
 Each test builds the calls, the wire log and the stored items a run could leave, and checks
 what the checker makes of them: duplicates, items stored twice, holes, order, and every number
@@ -15,7 +15,7 @@ import pytest
 
 from aioseq._workload import check_numbers, stored_twice
 from aioseq.testing.fault_proxy import Exchange
-from aioseq.testing.history import (
+from verification.history import (
     ANSWER_LOST,
     BLOCK_NOT_HANDED_OUT,
     CALLER_CANCELLED,

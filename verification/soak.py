@@ -3,7 +3,7 @@ every number and every stored item checked.
 
 ::
 
-    python -m aioseq.testing.soak [--server moto|dynamodb-local | --endpoint-url URL]
+    python -m verification.soak [--server moto|dynamodb-local | --endpoint-url URL]
         [--processes 4] [--concurrency 200] [--count 20000] [--seed 1]
         [--faults KIND=RATE,... | --fault-rate R] [--kill-at 0.5] [--cancel-rate 0.01]
         [--strategies atomic,allocator,optimistic,sort-key,transactional]
@@ -30,7 +30,7 @@ numbers or its error, and its payload: the item-writing strategies store ``<proc
 <seq>`` with each item), so the killed process leaves its completed calls behind; the proxy
 logs every write the server applied and whether its answer got through. Then the histories,
 the counter item and the stored items (number -> payload) are checked against the strategy's
-guarantees by :class:`~aioseq.testing.history.History`, and a row per strategy is printed
+guarantees by :class:`~verification.history.History`, and a row per strategy is printed
 (numbers checked, requests, faults, failed calls, duplicates, items stored twice, holes, order
 violations) with the faults injected by kind and the gaps or unacknowledged items by cause
 below it. Exit status 1 if any guarantee was broken.
@@ -78,7 +78,7 @@ from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
 from aioseq.testing import serving
 from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import History, Report
+from verification.history import History, Report
 
 __all__ = [
     "DEFAULT_FAULTS",
@@ -119,6 +119,9 @@ VICTIM, VICTIM_AGAIN = "p0", "p0-again"
 
 #: A cancelled call is cancelled after a random delay up to this, in seconds.
 CANCEL_WITHIN_SECS = 0.1
+
+#: The repository's root, which holds this package (it is not installed).
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_strategy(name: str) -> tuple[str, bool | None]:
@@ -164,7 +167,7 @@ class Soak:
     """One strategy's soak.
 
     Attributes:
-        report: the checker's :class:`~aioseq.testing.history.Report`.
+        report: the checker's :class:`~verification.history.Report`.
         wall_secs: from the workers' start to their end, in seconds.
         requests: requests the proxy received.
         injected: faults injected, by kind.
@@ -284,7 +287,7 @@ async def _run_workers(
     with tempfile.TemporaryDirectory(prefix="aioseq-soak-") as tmp:
         folder = Path(tmp)
         command = [
-            sys.executable, "-m", "aioseq.testing.soak", "--worker",
+            sys.executable, "-m", "verification.soak", "--worker",
             "--endpoint-url", endpoint_url, "--table", table, "--strategies", strategy,
             "--concurrency", str(concurrency), "--read-timeout-secs", str(read_timeout_secs),
             "--seed", str(seed), "--cancel-rate", str(cancel_rate),
@@ -305,6 +308,7 @@ async def _run_workers(
                     stdout=asyncio.subprocess.DEVNULL,
                     stderr=stderr,  # a file: a chatty worker never blocks on a full pipe
                     env={**os.environ, "AWS_SDK_UA_APP_ID": name},
+                    cwd=_ROOT,  # where ``-m verification.soak`` imports from
                 )
 
         # p0 kills itself (SIGKILL: no cleanup, no flush) as soon as it has completed its
@@ -542,7 +546,7 @@ def _fault_rates(text: str) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; see the module doc. Exit status 0 if every guarantee held, else 1."""
     parser = argparse.ArgumentParser(
-        prog="python -m aioseq.testing.soak",
+        prog="python -m verification.soak",
         description="Every strategy under injected faults and a killed process, every number "
         "and every stored item checked.",
     )
