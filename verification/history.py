@@ -69,39 +69,10 @@ from typing import IO, Any
 from aioseq._workload import GAPLESS_STRATEGIES, STRATEGIES
 from aioseq.config import TableSpec
 from aioseq.testing.fault_proxy import Exchange
-from verification.causes import ANSWER_LOST as ANSWER_LOST
-from verification.causes import BLOCK_NOT_HANDED_OUT as BLOCK_NOT_HANDED_OUT
-from verification.causes import CALLER_CANCELLED as CALLER_CANCELLED
-from verification.causes import CALLER_SAW_FAILURE as CALLER_SAW_FAILURE
-from verification.causes import CLIENT_GONE as CLIENT_GONE
-from verification.causes import DOCUMENTED_CAUSES as DOCUMENTED_CAUSES
-from verification.causes import KILLED_PROCESS as KILLED_PROCESS
-from verification.causes import STORED_TWICE as STORED_TWICE
-from verification.causes import STORED_UNDER_ANOTHER_NUMBER as STORED_UNDER_ANOTHER_NUMBER
-from verification.causes import UNATTRIBUTED as UNATTRIBUTED
-from verification.causes import UNEXPLAINED as UNEXPLAINED
-from verification.causes import _Attribution
-from verification.records import Call as Call
-from verification.records import WireWrite as WireWrite
+from verification.causes import DOCUMENTED_CAUSES, STORED_TWICE, UNATTRIBUTED, _Attribution
+from verification.records import Call, WireWrite
 
-__all__ = [
-    "ANSWER_LOST",
-    "BLOCK_NOT_HANDED_OUT",
-    "CALLER_CANCELLED",
-    "CALLER_SAW_FAILURE",
-    "CLIENT_GONE",
-    "DOCUMENTED_CAUSES",
-    "KILLED_PROCESS",
-    "STORED_TWICE",
-    "STORED_UNDER_ANOTHER_NUMBER",
-    "UNATTRIBUTED",
-    "UNEXPLAINED",
-    "Call",
-    "History",
-    "Report",
-    "WireWrite",
-    "base_strategy",
-]
+__all__ = ["History", "Report", "base_strategy"]
 
 #: Strategies ordered across processes (the allocator only within one).
 ORDERED_ACROSS_PROCESSES = frozenset({"atomic", "optimistic", "sort-key", "transactional"})

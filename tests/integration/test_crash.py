@@ -22,7 +22,8 @@ from aioseq._workload import (
     stored_twice,
 )
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from verification.history import DOCUMENTED_CAUSES, History
+from verification.causes import DOCUMENTED_CAUSES
+from verification.history import History
 
 #: Each strategy with its defaults (``None``: grouped where it can be), and ungrouped.
 VARIANTS = [(s, None) for s in STRATEGIES] + [(s, False) for s in sorted(GROUPED_STRATEGIES)]

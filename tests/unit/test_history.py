@@ -15,7 +15,7 @@ import pytest
 
 from aioseq._workload import check_numbers, stored_twice
 from aioseq.testing.fault_proxy import Exchange
-from verification.history import (
+from verification.causes import (
     ANSWER_LOST,
     BLOCK_NOT_HANDED_OUT,
     CALLER_CANCELLED,
@@ -25,11 +25,9 @@ from verification.history import (
     STORED_TWICE,
     UNATTRIBUTED,
     UNEXPLAINED,
-    Call,
-    History,
-    WireWrite,
-    base_strategy,
 )
+from verification.history import History, base_strategy
+from verification.records import Call, WireWrite
 
 
 def call(
