@@ -31,7 +31,7 @@ with the measurements that explain it, it does not fail the run):
    counter at 128 tasks on the hot key, in 3 interleaved rounds: puts/s and p99, each
    configuration compared with the library's defaults (:func:`recommend`).
 
-Every row runs on a fresh table with :func:`benchmarks.contention.run_row` (tasks started
+Every row runs on a fresh table with :func:`benchmarks.row.run_row` (tasks started
 together by :func:`aioseq._workload.take_numbers`) and is checked the same way: no duplicate,
 no gap where the strategy promises none, every stored item handed out and every number handed
 out stored. Rows compared in a ratio run in the same run, next to each other, in alternating
@@ -74,7 +74,7 @@ from aioseq import DynamoStore, GroupCommit, RetryPolicy
 from aioseq.strategies import sort_key, transactional
 from aioseq.testing.capacity import CapacityModel
 from benchmarks._report import header, machine
-from benchmarks.contention import Row, process_pool, run_row, run_share, server
+from benchmarks.row import Row, process_pool, run_row, run_share, server
 from benchmarks.variants import (
     FactoryVariant,
     PeerVariant,
@@ -340,12 +340,12 @@ class CapacityProxy:
 
 @dataclass
 class Result:
-    """One row (:class:`benchmarks.contention.Row`) and where and how it ran.
+    """One row (:class:`benchmarks.row.Row`) and where and how it ran.
 
     Attributes:
         section: one of :data:`SECTIONS` (or ``"profile"``).
         setting: what distinguishes the row in its section (condition, options, round...).
-        row: the figures of :func:`benchmarks.contention.run_row`.
+        row: the figures of :func:`benchmarks.row.run_row`.
         elapsed_secs: the row's whole time (table set-up and read-back included).
         server_cpu_secs, proxy_cpu_secs: CPU used meanwhile by the server and the proxy
             (``None``: not known, or no proxy).
