@@ -54,6 +54,9 @@ __all__ = ["Options", "Row", "main", "run"]
 RESULTS = Path(__file__).parent / "results"
 
 
+# --- the run ---------------------------------------------------------------------------------
+
+
 def _compare_with_atomic(rows: Sequence[Row]) -> None:
     """Fill each row's ``vs_atomic`` from the atomic row with the same processes and tasks."""
     atomic = {(r.processes, r.tasks): r for r in rows if r.name == "atomic"}
@@ -67,9 +70,6 @@ def _compare_with_atomic(rows: Sequence[Row]) -> None:
             else None
             for figure in ("numbers_per_s", "p50_ms", "p99_ms", "requests_per_number")
         }
-
-
-# --- the run ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
