@@ -31,7 +31,9 @@ items stored:
       a call of the writing process was cancelled / failed while the write was on its way (it
       started before the server answered, and ended at most ``late_secs`` before); each such
       call explains one number (the one it would have got), so in a busy process a lost
-      answer is not put down to whichever caller happened to be cancelled meanwhile.
+      answer is not put down to whichever caller happened to be cancelled meanwhile; numbers
+      nothing else explains get those calls first, so a lost answer the strategy documents
+      anyway does not use up the call whose own number needs it.
   ``answer lost``
       the server applied the write, an injected fault lost its answer, and the retry took new
       numbers (an ``ADD`` is not idempotent).
@@ -621,8 +623,13 @@ class _Attribution:
                 causes[BLOCK_NOT_HANDED_OUT] += 1
             else:
                 candidates[write.process].append(n)
+        documented = DOCUMENTED_CAUSES[self.strategy]
         for process, numbers in candidates.items():
-            gone = self._callers_gone(process, numbers)
+            # The callers gone go to the numbers nothing else explains first: a lost answer the
+            # strategy documents anyway must not use up the caller whose own number needs it.
+            needy = {n for n in numbers if self._answer(self.writes[n]) not in documented}
+            gone = self._callers_gone(process, [n for n in numbers if n in needy])
+            gone.update(self._callers_gone(process, [n for n in numbers if n not in needy]))
             for n in numbers:
                 call = gone.get(n)
                 if call is not None:
