@@ -3,11 +3,12 @@ they can see what aioseq wrote, or make a counter item aioseq would never make).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aioseq import DynamoStore
@@ -25,6 +26,28 @@ def assert_exactly(numbers: Iterable[int], first: int, last: int) -> None:
     """The numbers are exactly first..last, each once."""
     seen = assert_distinct(numbers)
     assert seen == list(range(first, last + 1)), f"not {first}..{last}: {seen[:5]}...{seen[-5:]}"
+
+
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]], *, timeout_secs: float = 30.0
+) -> None:
+    """Wait until ``condition()`` holds (checked every few milliseconds; an async one is
+    awaited), failing after ``timeout_secs``: a test waits for what it needs, not a guessed
+    time."""
+
+    async def poll() -> None:
+        while True:
+            held = condition()
+            if not isinstance(held, bool):
+                held = await held
+            if held:
+                return
+            await asyncio.sleep(0.005)
+
+    try:
+        await asyncio.wait_for(poll(), timeout_secs)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"still not true after {timeout_secs} s: {condition}") from None
 
 
 async def put_counter_value(store: DynamoStore, key: str, value: dict[str, Any]) -> None:
@@ -79,3 +102,19 @@ def cli_table(endpoint: str) -> str:
     created = aioseq("--endpoint-url", endpoint, "--table", name, "create-table")
     assert created.returncode == 0, created.stderr
     return name
+
+
+class LoopClock:
+    """The running event loop's clock, moved forward by hand (aiolimiter's ``MockLoopTime``):
+    a timer (a batch window, a backoff) comes due when the test says so, however slowly the
+    machine runs. Real time still passes, so network timeouts behave as usual."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._real = loop.time
+        self.offset_secs = 0.0
+
+    def time(self) -> float:
+        return self._real() + self.offset_secs
+
+    def advance(self, secs: float) -> None:
+        self.offset_secs += secs
