@@ -4,7 +4,9 @@ they can see what aioseq wrote, or make a counter item aioseq would never make).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import io
 import subprocess
 import sys
 import uuid
@@ -96,10 +98,26 @@ def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]
     )
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The ``aioseq`` command run in this process (``aioseq.cli.main``), its output captured as
+    :func:`aioseq` captures it: the same parsing, commands, messages and exit status, without
+    a Python start-up per call (about a second of CPU). ``tests/integration/test_cli.py``
+    drives the script itself in subprocesses."""
+    from aioseq import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse: a usage error (2), or --help/--version (0)
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["aioseq", *args], code, out.getvalue(), err.getvalue())
+
+
 def cli_table(endpoint: str) -> str:
     """A fresh table made with ``aioseq create-table`` on ``endpoint``; returns its name."""
     name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
-    created = aioseq("--endpoint-url", endpoint, "--table", name, "create-table")
+    created = run_cli("--endpoint-url", endpoint, "--table", name, "create-table")
     assert created.returncode == 0, created.stderr
     return name
 
