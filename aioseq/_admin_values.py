@@ -20,12 +20,15 @@ from aioseq._values import (
     number,
     parse_counter,
 )
-from aioseq.errors import ConfigurationError, NumberOutOfRange
+from aioseq.errors import ConditionFailed, ConfigurationError, NumberOutOfRange
 from aioseq.numbering import recorded_text, renumbered_value
 
 __all__ = [
+    "NO_LIMIT",
+    "NO_LIMIT_VALUES",
     "CounterInfo",
     "Progress",
+    "Repin",
     "ScanProgress",
     "ScanTally",
     "check_value",
@@ -250,3 +253,16 @@ def renumbering(
         "ExpressionAttributeValues": values,
     }
     return (old if old_text is not None else None), params
+
+
+#: The condition that the counter item records no numbering with a ``max_value`` of its own:
+#: a value can then be set without knowing that limit. Where one is recorded, the refusal's
+#: ``ALL_OLD`` brings it, and the write is checked against it and sent again pinned to that
+#: exact numbering (:func:`_write_within_limit`).
+NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
+NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
+
+
+class Repin(ConditionFailed):
+    """The write found a numbering with a ``max_value`` that the value fits: it is sent again
+    at once, pinned to that numbering (a ``set_numbering`` in between refuses it again)."""

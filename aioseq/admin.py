@@ -35,10 +35,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from aioseq._admin_values import CounterInfo as CounterInfo
-from aioseq._admin_values import Progress as Progress
-from aioseq._admin_values import ScanProgress as ScanProgress
 from aioseq._admin_values import (
+    NO_LIMIT,
+    NO_LIMIT_VALUES,
+    Repin,
     ScanTally,
     check_value,
     check_within_limit,
@@ -47,6 +47,9 @@ from aioseq._admin_values import (
     renumbering,
     whole_number,
 )
+from aioseq._admin_values import CounterInfo as CounterInfo
+from aioseq._admin_values import Progress as Progress
+from aioseq._admin_values import ScanProgress as ScanProgress
 from aioseq._admin_values import value_for_maximum as value_for_maximum
 from aioseq._retry import Verdict, is_transient
 from aioseq._values import (
@@ -99,16 +102,6 @@ MAX_SEGMENTS = 64
 _VALID = "attribute_type(#value, :number_type) AND #value >= :zero"
 _VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type": {"S": "N"}}
 
-#: The condition that the counter item records no numbering with a ``max_value`` of its own:
-#: a value can then be set without knowing that limit. Where one is recorded, the refusal's
-#: ``ALL_OLD`` brings it, and the write is checked against it and sent again pinned to that
-#: exact numbering (:func:`_write_within_limit`).
-_NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
-_NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
-#: Requests :func:`_write_within_limit` sends at most: the first, one pinned to the numbering
-#: it learnt, and one more should ``set_numbering`` change it in between.
-_LIMIT_ROUNDS = 3
-
 #: What the operator's writes set besides the value: the time, and the default numbering on a
 #: counter item that records none (the value was given as a number of the default numbering;
 #: a later writer of another numbering is then refused, not allowed to reuse numbers).
@@ -140,30 +133,38 @@ async def _write_within_limit(
     """
     names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
     values = {**values, ":default_numbering": {"S": Numbering().encode()}}
-    limit, limit_values = _NO_LIMIT, _NO_LIMIT_VALUES
-    for _ in range(_LIMIT_ROUNDS):
+    pinned: dict[str, AttributeValue] = {}  # the recorded numbering, once a refusal showed one
+
+    async def attempt() -> dict[str, Any]:
+        limit = "#numbering = :recorded" if pinned else NO_LIMIT
         try:
-            return await _update(
-                store,
-                key,
+            return await store.call(
+                "update_item",
+                TableName=store.table.name,
+                Key=store.counter_item_key(key),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ConditionExpression=f"attribute_not_exists(#pk) OR ({condition} AND {limit})",
                 ExpressionAttributeNames=names,
-                ExpressionAttributeValues={**values, **limit_values},
+                ExpressionAttributeValues={**values, **(pinned or NO_LIMIT_VALUES)},
                 **params,
             )
         except ConditionFailed as exc:
             recorded = recorded_text(exc.item, key)
-            pinned = limit_values.get(":recorded", {}).get("S")
-            if recorded is None or " max_value=" not in recorded or recorded == pinned:
-                raise  # not the limit: the caller's condition (or a vanished limit) refused it
+            if recorded is None or " max_value=" not in recorded:
+                raise  # not the limit: the caller's condition refused it
+            if pinned.get(":recorded", {}).get("S") == recorded:
+                raise  # pinned already: the caller's condition refused it
             check_within_limit(key, value, recorded)
-            # a numbering with a limit, which the value fits: pin it and send again
-            limit, limit_values = "#numbering = :recorded", {":recorded": {"S": recorded}}
-    raise ConditionFailed(  # set_numbering kept changing the numbering under us
-        f"counter {key!r}: its numbering changed {_LIMIT_ROUNDS} times during the write",
-        code="ConditionalCheckFailedException",
-        operation="UpdateItem",
-    )
+            pinned[":recorded"] = {"S": recorded}  # a limit the value fits: pin it, send again
+            raise Repin(str(exc), code=exc.code, operation=exc.operation, item=exc.item) from exc
+
+    return await store.retry.run(attempt, classify=_pin_verdict, counter_key=key)
+
+
+def _pin_verdict(exc: Exception) -> Verdict:
+    if isinstance(exc, Repin):
+        return Verdict.RETRY_NOW
+    return Verdict.RETRY if is_transient(exc) else Verdict.FAIL
 
 
 async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
