@@ -19,7 +19,7 @@ demo: $(VENV)/.installed-server
 TEST_WORKERS ?= auto
 
 test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) $(ARGS)
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(ARGS)
 
 # The half with no server (pure logic: the coalescer, the token ring, the checker, the house): seconds.
 test-unit: $(VENV)/.installed-dev
@@ -27,7 +27,7 @@ test-unit: $(VENV)/.installed-dev
 
 # The half against the servers: the serialized moto server and Amazon DynamoDB Local.
 test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) tests/integration $(ARGS)
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/integration $(ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check aioseq verification tests benchmarks examples

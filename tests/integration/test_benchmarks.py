@@ -127,7 +127,8 @@ async def test_a_planted_duplicate_or_gap_is_reported(aioseq_endpoint: str) -> N
 # --- the defaults benchmark (python -m benchmarks.defaults) ----------------------------------
 
 
-@pytest.mark.slow  # ~15 s on moto: every section, a capacity proxy and 2 worker processes
+@pytest.mark.slow  # ~15 s: every section, a capacity proxy and 2 worker processes
+@pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
 def test_the_defaults_quick_run_measures_every_section(
     tmp_path: Path, aioseq_endpoint: str
 ) -> None:
