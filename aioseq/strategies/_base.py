@@ -177,6 +177,24 @@ class Strategy:
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
         self._binding.check()
 
+    # --- shared by the store (one object per key) ------------------------------------------
+
+    def _activity(self) -> tuple[int, ...]:
+        """What changes whenever this object hands out numbers (its store compares two of
+        these to tell an idle object)."""
+        return (self._numbers, sum(self._retries.values()))
+
+    def _busy(self) -> bool:
+        """Calls waiting in its group, or a commit in flight."""
+        return self._group is not None and (self._group.flushing or bool(self._group.queue))
+
+    async def _evict(self) -> tuple[int, int]:
+        """The store drops this idle object: it forgets the counter item it last saw (a caller
+        that still holds it reads it again on its next call). No request. Returns ``(0, 0)``:
+        nothing returned, nothing wasted."""
+        self._item.saw(None, known=False)
+        return 0, 0
+
     async def aclose(self) -> None:
         """Refuse new calls (:class:`~aioseq.errors.StoreClosed`); when grouped, let the group
         in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
