@@ -128,7 +128,7 @@ class Registry:
             if entry.args != args or entry.kwargs != kwargs:
                 shared, asked = options(entry.args, entry.kwargs), options(args, kwargs)
                 if shared != asked:
-                    differ = [name for name in shared if shared[name] != asked.get(name)]
+                    differ = [option for option in shared if shared[option] != asked.get(option)]
                     raise ConfigurationError(
                         f"counter key {key!r} already has a {name}() on this store with"
                         f" {_shown(shared, differ)}; this call asks for {_shown(asked, differ)}."
