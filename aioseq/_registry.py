@@ -33,6 +33,7 @@ class Shareable(Protocol):
     """What a shared object offers the registry (strategies and allocators do)."""
 
     key: str
+    _closed: bool
 
     def _activity(self) -> tuple[int, ...]: ...
 
@@ -113,7 +114,7 @@ class Registry:
             name: the factory's name.
             key: the counter key (checked by the class when it is made).
             args, kwargs: the factory's arguments, compared with those of the first call.
-            make: makes the object.
+            make: makes the object (again, after the shared one was closed).
             options: the options ``args`` and ``kwargs`` mean, defaults filled in, for the
                 comparison when the arguments differ and for the error.
 
@@ -124,14 +125,17 @@ class Registry:
         """
         loop = self._running_loop()
         entry = self._entries.get((name, key)) if isinstance(key, str) else None
+        if entry is not None and entry.obj._closed:  # closed by its user: make a fresh one
+            entry = None
         if entry is not None:
             if entry.args != args or entry.kwargs != kwargs:
                 shared, asked = options(entry.args, entry.kwargs), options(args, kwargs)
                 if shared != asked:
                     differ = [option for option in shared if shared[option] != asked.get(option)]
                     raise ConfigurationError(
-                        f"counter key {key!r} already has a {name}() on this store with"
-                        f" {_shown(shared, differ)}; this call asks for {_shown(asked, differ)}."
+                        f"counter key {key!r} already has a shared {name}() object on this"
+                        f" store, with {_shown(shared, differ)}; this call asks for"
+                        f" {_shown(asked, differ)}."
                         " Two objects on one key in one process would each reserve numbers:"
                         " pass the same options, or make a private object with the class"
                         " itself"
