@@ -27,9 +27,9 @@ test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest tests/integration $(ARGS)
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check aioseq tests benchmarks examples
-	$(BIN)/ruff format --check aioseq tests benchmarks examples
-	$(BIN)/mypy aioseq tests benchmarks examples
+	$(BIN)/ruff check aioseq verification tests benchmarks examples
+	$(BIN)/ruff format --check aioseq verification tests benchmarks examples
+	$(BIN)/mypy aioseq verification tests benchmarks examples
 
 # The sdist and the wheel, twine-checked; the wheel installed in a fresh venv runs `aioseq --version`.
 dist: $(VENV)/.installed-dev
@@ -72,7 +72,7 @@ bench-defaults: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # Every strategy, 4 processes x 200 tasks x 20,000 numbers, 10% faults (5.5% answers lost after
 # the write applied), one process SIGKILLed mid-run, 1% of calls cancelled; all checked.
 soak: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	scripts/in-loopback-netns $(BIN)/python -m aioseq.testing.soak --server dynamodb-local $(ARGS)
+	scripts/in-loopback-netns $(BIN)/python -m verification.soak --server dynamodb-local $(ARGS)
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache *.egg-info dist site

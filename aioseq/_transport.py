@@ -1,10 +1,10 @@
 """The transport: the one place in aioseq that talks to botocore.
 
 A :class:`Transport` holds one DynamoDB client (borrowed, or owned through an
-``AsyncExitStack``), sends one request at a time as it is asked (no retries: those are the
-:class:`~aioseq._retry.RetryEngine`'s), counts the requests sent, maps botocore's errors to
-aioseq's in one table, reports each request to an observer, and on close waits for the requests
-in flight before it closes an owned client (httpx's ``AsyncHTTPTransport`` with its one
+``AsyncExitStack``), sends each request it is given once (any number at a time; no retries:
+those are the :class:`~aioseq._retry.RetryEngine`'s), counts the requests sent, maps botocore's
+errors to aioseq's in one table, reports each request to an observer, and on close waits for
+the requests in flight before it closes an owned client (httpx's ``AsyncHTTPTransport`` with its one
 ``map_httpcore_exceptions``; aiodynamo's request callable and ``ERRORS`` table).
 """
 

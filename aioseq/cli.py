@@ -52,10 +52,10 @@ from typing import Any
 
 from aioseq import __version__, admin
 from aioseq._store import DynamoStore
+from aioseq._workload import STRATEGIES, make_taker, run_workload
 from aioseq.admin import CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
 from aioseq.errors import ConfigurationError, CounterNotFound
-from aioseq.workload import STRATEGIES, make_taker, run_workload
 
 __all__ = ["main"]
 

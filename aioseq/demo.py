@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from aioseq._store import DynamoStore
 from aioseq._values import check_count
-from aioseq.config import TableSpec
-from aioseq.workload import (
+from aioseq._workload import (
     GAPLESS_STRATEGIES,
     GROUPED_STRATEGIES,
     STRATEGIES,
@@ -18,6 +17,7 @@ from aioseq.workload import (
     run_workload,
     stored_payloads,
 )
+from aioseq.config import TableSpec
 
 __all__ = [
     "DemoRow",
@@ -58,7 +58,7 @@ def check_arguments(*, count: int, concurrency: int, instances: int) -> None:
 
     Raises:
         ConfigurationError: a count, concurrency or instances that is not a positive int
-            (or is above what :func:`~aioseq.workload.run_workload` takes).
+            (or is above what :func:`~aioseq._workload.run_workload` takes).
     """
     check_count(count, "count", maximum=10**9)
     check_count(concurrency, "concurrency", maximum=100_000)

@@ -232,7 +232,7 @@ class ItemAlreadyExists(AioseqError):
         super().__init__(f"an item with key {self.key!r} already exists; nothing was written")
 
 
-# --- errors translated from DynamoDB's responses (see aioseq._store) ---------------------------
+# --- errors translated from DynamoDB's responses (see aioseq._transport) -----------------------
 
 
 class StoreError(AioseqError):

@@ -1,7 +1,7 @@
 """What the contention benchmark measures: each way of taking numbers from one counter key, seen
 the same way, with the DynamoDB requests it sends counted at its own client.
 
-- aioseq's strategies, through :func:`aioseq.workload.make_taker` (the allocator with fixed
+- aioseq's strategies, through :func:`aioseq._workload.make_taker` (the allocator with fixed
   blocks, one variant per block size; the strategies with group commit without and with it);
 - aioseq's strategies made as an application makes them, ``store.transactional_counter(key)`` with
   the library's defaults or with chosen options (:class:`FactoryVariant`);
@@ -39,7 +39,7 @@ from aiobotocore.config import AioConfig
 from aioseq import DynamoStore
 from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION
 from aioseq._values import parse_counter
-from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
+from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
 
 __all__ = [
     "NAMES",
@@ -181,7 +181,7 @@ def _client_arguments(
 
 @dataclass(frozen=True)
 class AioseqVariant(Variant):
-    """An aioseq strategy (:data:`aioseq.workload.STRATEGIES`), one counter object per process
+    """An aioseq strategy (:data:`aioseq._workload.STRATEGIES`), one counter object per process
     on its own :class:`~aioseq.DynamoStore` (one pooled aiobotocore client)."""
 
     strategy: str = "atomic"
@@ -231,7 +231,7 @@ class FactoryVariant(AioseqVariant):
     on a store from ``DynamoStore.open(...)`` and nothing else: with ``options`` empty, the
     library's defaults (group commit on, its group size and window; the allocator's
     demand-sized blocks). The item-writing strategies store ``{pk: key, sk: n}`` as
-    :func:`aioseq.workload.make_taker` does (the sort-key strategy adds its token).
+    :func:`aioseq._workload.make_taker` does (the sort-key strategy adds its token).
     ``store_options`` go to ``DynamoStore.open`` (e.g. a ``retry_policy``; none by default)."""
 
     options: tuple[tuple[str, Any], ...] = ()

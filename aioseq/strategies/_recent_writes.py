@@ -262,6 +262,11 @@ class LostAnswers:
             self.lost(write, f"more than {RECENT_WRITES} writes followed it")
         return False
 
+    def recovered_writes(self, numbers: int) -> None:
+        """Count ``numbers`` handed out from a write whose answer was lost and that was found
+        applied by other means (the sort-key strategy's item tokens)."""
+        self.recovered += numbers
+
     def lost(self, write: CounterWrite, why: str) -> None:
         """Count the numbers of a write that may have been applied and whose outcome will not
         be known (statistics, a warning, the observer's ``on_waste``): possibly taken, never

@@ -224,7 +224,7 @@ class AtomicCounter(Strategy):
         """Return unused numbers to the counter if nobody took any after them: the counter
         goes back to ``numbers.start - 1`` only if it still stands at ``numbers[-1]``::
 
-            UpdateItem  SET #value = :before  IF #value = :top
+            UpdateItem  SET #value = :before  IF #value = :top AND #numbering = :numbering
 
         Parameters:
             numbers: a non-empty ``range`` with step 1, the last numbers this counter gave.

@@ -313,7 +313,7 @@ class SortKeyCounter(Strategy):
         ):
             return Settled.RESEND
         if _stored_already(error, write.items):
-            self._lost.recovered += len(write.items)
+            self._lost.recovered_writes(len(write.items))
             return Settled.APPLIED
         if is_conflict(error):
             single = len(write.items) == 1 and self.on_conflict == "increment"

@@ -8,8 +8,6 @@
   a server (throttling, 500s, transaction conflicts, resets, timeouts, lost answers).
 - :class:`CapacityModel`: makes the proxy act like AWS under load: a write budget per item,
   throttled as DynamoDB throttles a hot key, and a round trip per request.
-- :class:`History`: records the numbers handed out and checks each strategy's guarantees;
-  ``python -m aioseq.testing.soak`` runs every strategy under faults and checks them.
 - :func:`serving` / :func:`serving_endpoint`: the endpoint given (or configured), or a moto
   or DynamoDB Local server started for a ``with`` block (:class:`Endpoint`,
   :class:`ServerUnavailable`).
@@ -31,8 +29,7 @@ if TYPE_CHECKING:
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
-    from aioseq.testing.fault_proxy import FaultSchedule as FaultSchedule
-    from aioseq.testing.history import History as History
+    from aioseq.testing.faults import FaultSchedule as FaultSchedule
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
     from aioseq.testing.servers import Endpoint as Endpoint
@@ -47,7 +44,6 @@ __all__ = [
     "Endpoint",
     "FaultProxy",
     "FaultSchedule",
-    "History",
     "MotoServerProcess",
     "SerializedMotoServer",
     "ServerUnavailable",
@@ -61,8 +57,7 @@ _MODULES = {
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
     "Endpoint": "aioseq.testing.servers",
     "FaultProxy": "aioseq.testing.fault_proxy",
-    "FaultSchedule": "aioseq.testing.fault_proxy",
-    "History": "aioseq.testing.history",
+    "FaultSchedule": "aioseq.testing.faults",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
     "ServerUnavailable": "aioseq.testing.servers",

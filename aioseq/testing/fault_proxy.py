@@ -43,8 +43,9 @@ trip comes before the answer. Throttles are counted apart from the schedule's fa
 applied either: the client gets the reset it was scheduled to get.
 
 Each exchange can be reported to an ``on_exchange`` callback (in the proxy's thread) with
-the request, the server's answer and whether the client got it: :mod:`aioseq.testing.history`
-uses that to account for every number the server handed out whose answer was lost.
+the request, the server's answer and whether the client got it: aioseq's history checker
+(``verification.history``, in aioseq's repository, not in the wheel) uses that to account for
+every number the server handed out whose answer was lost.
 
 From a test::
 
@@ -74,7 +75,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import random
 import re
 import signal
 import socket
@@ -83,8 +83,8 @@ import sys
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
@@ -92,23 +92,12 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from aioseq.errors import ConfigurationError
 from aioseq.testing._server import Server
 from aioseq.testing.capacity import CapacityLedger, CapacityModel, throttled_answer
+from aioseq.testing.faults import APPLIED_KINDS as APPLIED_KINDS
+from aioseq.testing.faults import KINDS as KINDS
+from aioseq.testing.faults import NO_FAULTS, error_body
+from aioseq.testing.faults import FaultSchedule as FaultSchedule
 
 __all__ = ["CAPACITY", "KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
-
-#: Every kind of fault the proxy injects, in the order of the module's table.
-KINDS: tuple[str, ...] = (
-    "throughput-exceeded",
-    "throttling",
-    "internal-error",
-    "http-500",
-    "transaction-conflict",
-    "reset",
-    "delay",
-    "response-lost",
-)
-
-#: The kinds after which the server has applied the request without the client knowing.
-APPLIED_KINDS = frozenset({"delay", "response-lost"})
 
 #: The fault kind of a request throttled by the capacity model, in :class:`Exchange`.
 CAPACITY = "capacity"
@@ -117,93 +106,10 @@ _JSON = "application/x-amz-json-1.0"
 _APP_ID = re.compile(r"\bapp/(\S+)")
 #: The region in a SigV4 ``Authorization`` header's credential scope.
 _REGION = re.compile(r"Credential=[^/,]+/\d{8}/([^/,]+)/")
-_SERVICE = "com.amazonaws.dynamodb.v20120810#"
 #: Headers that aiohttp sets itself on the forwarded request or the relayed answer.
 _HOP_BY_HOP = frozenset(
     {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade", "date"}
 )
-
-
-@dataclass(frozen=True)
-class FaultSchedule:
-    """Which requests get which fault: a seeded draw per request, in the order requests arrive.
-
-    Each request (of an operation in ``operations``, or of any when ``None``) gets kind ``k``
-    with probability ``rates[k]``, and passes through otherwise; the draws come from
-    ``random.Random(seed)``, so one seed gives one sequence of decisions (which request gets
-    which is up to the order in which concurrent requests arrive).
-
-    Attributes:
-        rates: probability per kind (see :data:`KINDS`), each in [0, 1], summing to <= 1.
-        seed: the random generator's seed.
-        operations: DynamoDB operation names (``"TransactWriteItems"``, from the request's
-            ``X-Amz-Target`` header) that may get faults; ``None``: every operation.
-        delay_secs: how long a ``delay`` fault holds the request, in seconds; set it past the
-            client's read timeout (``DynamoStore.open(read_timeout_secs=...)``).
-
-    Raises:
-        ConfigurationError: an unknown kind, or rates out of range.
-    """
-
-    rates: Mapping[str, float] = field(default_factory=dict)
-    seed: int = 0
-    operations: frozenset[str] | None = None
-    delay_secs: float = 3.0
-
-    def __post_init__(self) -> None:
-        unknown = set(self.rates) - set(KINDS)
-        if unknown:
-            raise ConfigurationError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
-        if any(not 0 <= r <= 1 for r in self.rates.values()) or sum(self.rates.values()) > 1:
-            raise ConfigurationError(f"fault rates must be in [0, 1] and sum to <= 1: {self.rates}")
-        if not self.delay_secs > 0:
-            raise ConfigurationError(f"delay_secs must be positive: {self.delay_secs!r}")
-
-    @classmethod
-    def uniform(
-        cls,
-        rate: float,
-        *,
-        seed: int = 0,
-        kinds: Collection[str] = KINDS,
-        operations: Collection[str] | None = None,
-        delay_secs: float = 3.0,
-    ) -> FaultSchedule:
-        """``rate`` of the requests get a fault, shared equally between ``kinds``."""
-        kinds = list(kinds)
-        share = rate / len(kinds) if kinds else 0.0
-        return cls(
-            rates={k: share for k in kinds},
-            seed=seed,
-            operations=frozenset(operations) if operations is not None else None,
-            delay_secs=delay_secs,
-        )
-
-    @property
-    def rate(self) -> float:
-        """The probability that a request it covers gets a fault."""
-        return sum(self.rates.values())
-
-    def picker(self) -> Callable[[str], str | None]:
-        """A fresh draw sequence: ``pick(operation)`` returns a kind or ``None``."""
-        rng = random.Random(self.seed)
-        table = [(kind, self.rates[kind]) for kind in KINDS if self.rates.get(kind)]
-
-        def pick(operation: str) -> str | None:
-            if self.operations is not None and operation not in self.operations:
-                return None
-            draw = rng.random()
-            for kind, rate in table:
-                if draw < rate:
-                    return kind
-                draw -= rate
-            return None
-
-        return pick
-
-
-#: No faults: a plain proxy (still reporting exchanges).
-NO_FAULTS = FaultSchedule()
 
 
 @dataclass(frozen=True)
@@ -235,55 +141,6 @@ class Exchange:
     def applied_unacknowledged(self) -> bool:
         """The server accepted the request (2xx) and the client never heard of it."""
         return self.status is not None and 200 <= self.status < 300 and not self.delivered
-
-
-def _error_body(kind: str, operation: str, request: bytes) -> tuple[int, dict[str, Any] | str]:
-    """The status and body DynamoDB sends for an injected error ``kind``."""
-    if kind == "throughput-exceeded":
-        return 400, {
-            "__type": _SERVICE + "ProvisionedThroughputExceededException",
-            "message": "The level of configured provisioned throughput for the table was "
-            "exceeded. Consider increasing your provisioning level with the UpdateTable API.",
-        }
-    if kind == "throttling":
-        return 400, {
-            "__type": _SERVICE + "ThrottlingException",
-            "message": "Throughput exceeds the current capacity for one or more global "
-            "secondary indexes. DynamoDB is automatically scaling your index so please try "
-            "again shortly.",
-        }
-    if kind == "internal-error":
-        return 500, {
-            "__type": _SERVICE + "InternalServerError",
-            "message": "Internal server error",
-        }
-    if kind == "http-500":
-        return 500, "<html><body><h1>500 Internal Server Error</h1></body></html>"
-    if kind == "transaction-conflict":
-        if operation in ("TransactWriteItems", "TransactGetItems"):
-            try:
-                actions = len(json.loads(request).get("TransactItems", [])) or 1
-            except ValueError:
-                actions = 1
-            reasons: list[dict[str, str]] = [{"Code": "None"}] * actions
-            # The conflict is on one action, chosen by the request itself (no shared RNG).
-            where = sum(request) % actions
-            reasons[where] = {
-                "Code": "TransactionConflict",
-                "Message": "Transaction is ongoing for the item",
-            }
-            codes = ", ".join(r["Code"] for r in reasons)
-            return 400, {
-                "__type": _SERVICE + "TransactionCanceledException",
-                "Message": "Transaction cancelled, please refer cancellation reasons for "
-                f"specific reasons [{codes}]",
-                "CancellationReasons": reasons,
-            }
-        return 400, {
-            "__type": _SERVICE + "TransactionConflictException",
-            "message": "Transaction is ongoing for the item",
-        }
-    raise AssertionError(kind)
 
 
 def _json_response(status: int, error: Mapping[str, Any]) -> web.Response:
@@ -526,7 +383,7 @@ class FaultProxy(Server):
             self._report(Exchange(operation, kind, body, None, None, False, client))
             return web.Response()  # never sent: the connection is gone
         if kind is not None and kind not in APPLIED_KINDS:
-            status, error = _error_body(kind, operation, body)
+            status, error = error_body(kind, operation, body)
             self._report(Exchange(operation, kind, body, None, None, False, client))
             if half_trip:
                 await asyncio.sleep(half_trip)

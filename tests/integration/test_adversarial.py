@@ -34,9 +34,9 @@ from aioseq import (
     ValidationFailed,
     WrongEventLoop,
 )
+from aioseq._workload import STRATEGIES, make_taker, stored_numbers
 from aioseq.errors import ConnectionFailed
 from aioseq.observe import RefillEvent
-from aioseq.workload import STRATEGIES, make_taker, stored_numbers
 
 T = TypeVar("T")
 

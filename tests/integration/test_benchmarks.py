@@ -22,6 +22,7 @@ import pytest
 from aioseq import DynamoStore
 from benchmarks import defaults
 from benchmarks.contention import QUICK, Options, Row, markdown, run
+from benchmarks.defaults import sections
 from benchmarks.variants import NAMES, BareVariant, Contender, Place
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,8 +240,8 @@ def test_the_defaults_run_exits_1_when_a_guarantee_breaks(
     tmp_path: Path, aioseq_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planted = Faulty("skips 2", "transactional", gapless=True, skip=2)
-    monkeypatch.setattr(
-        defaults, "section_peer", functools.partial(defaults.section_peer, gapless=planted)
+    monkeypatch.setattr(  # where run() looks it up
+        sections, "section_peer", functools.partial(defaults.section_peer, gapless=planted)
     )
     arguments = ["--endpoint-url", aioseq_endpoint, "--quick", "--sections", "peer"]
     code = defaults.main([*arguments, "--no-progress", "--out", str(tmp_path)])

@@ -26,7 +26,7 @@ from aioseq import (
 )
 from aioseq.testing import CapacityModel
 from aioseq.testing.fault_proxy import CAPACITY, Exchange, FaultProxy, FaultSchedule, main
-from aioseq.testing.history import History
+from verification.history import History
 
 
 def key(pk: str, sk: int = 0) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from checks import aioseq, assert_distinct, assert_exactly, cli_table
 
 from aioseq import DynamoStore, TableSpec
-from aioseq.workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
+from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
 
 
 @pytest.fixture
@@ -192,7 +192,7 @@ def test_four_processes_at_once_on_one_counter(
 
 
 async def _stored(endpoint: str, table: str, key: str) -> list[int]:
-    from aioseq.workload import stored_numbers
+    from aioseq._workload import stored_numbers
 
     async with DynamoStore.open(table=TableSpec(name=table), endpoint_url=endpoint) as store:
         return await stored_numbers(store, key)

@@ -13,9 +13,7 @@ import sys
 import pytest
 
 from aioseq import DynamoStore
-from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import DOCUMENTED_CAUSES, History
-from aioseq.workload import (
+from aioseq._workload import (
     GAPLESS_STRATEGIES,
     GROUPED_STRATEGIES,
     STRATEGIES,
@@ -23,6 +21,9 @@ from aioseq.workload import (
     stored_payloads,
     stored_twice,
 )
+from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
+from verification.causes import DOCUMENTED_CAUSES
+from verification.history import History
 
 #: Each strategy with its defaults (``None``: grouped where it can be), and ungrouped.
 VARIANTS = [(s, None) for s in STRATEGIES] + [(s, False) for s in sorted(GROUPED_STRATEGIES)]

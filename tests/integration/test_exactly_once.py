@@ -18,10 +18,10 @@ import pytest
 from checks import assert_exactly, counter_item
 
 from aioseq import DynamoStore, OptimisticCounter, RetryPolicy
+from aioseq._workload import stored_numbers
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.strategies.optimistic import WriteForm
 from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
-from aioseq.workload import stored_numbers
 
 FAST = RetryPolicy(max_attempts=20, max_backoff_secs=0.01)
 

@@ -25,9 +25,9 @@ from aioseq import (
     TransactionCanceled,
     TransactionConflict,
 )
+from aioseq._workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_payloads
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import History
-from aioseq.workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_payloads
+from verification.history import History
 
 #: A short read timeout, so that a ``delay`` fault (held longer) times out quickly.
 READ_TIMEOUT_SECS = 0.5

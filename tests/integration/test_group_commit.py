@@ -16,8 +16,8 @@ from aioseq import (
     ItemAlreadyExists,
     TransactionalCounter,
 )
+from aioseq._workload import stored_numbers
 from aioseq.strategies.sort_key import OnConflict
-from aioseq.workload import stored_numbers
 
 
 def invoice(n: int) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from aioseq import (
     admin,
     iam,
 )
-from aioseq.workload import STRATEGIES, make_taker, run_workload
+from aioseq._workload import STRATEGIES, make_taker, run_workload
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 

@@ -24,9 +24,9 @@ from aioseq import (
     NumberOutOfRange,
     admin,
 )
+from aioseq._workload import make_taker
 from aioseq.admin import ScanProgress
 from aioseq.config import NUMBERING_ATTRIBUTE
-from aioseq.workload import make_taker
 
 
 async def test_set_moves_a_counter_forward_and_next_continues_after_it(

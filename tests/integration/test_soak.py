@@ -1,4 +1,4 @@
-"""The soak (``python -m aioseq.testing.soak``), short: every strategy with its defaults, two
+"""The soak (``python -m verification.soak``), short: every strategy with its defaults, two
 processes, one killed mid-run, the default fault schedule, some callers cancelled, every number
 and every stored item checked."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aioseq.testing.soak import (
+from verification.soak import (
     DEFAULT_FAULTS,
     DEFAULT_STRATEGIES,
     describe_faults,

@@ -17,8 +17,8 @@ from aioseq import (
     SortKeyCounter,
     TableSpec,
 )
+from aioseq._workload import stored_numbers
 from aioseq.strategies.sort_key import OnConflict
-from aioseq.workload import stored_numbers
 
 
 async def test_puts_number_items_one_by_one(aioseq_store: DynamoStore) -> None:

@@ -14,7 +14,7 @@ from aioseq import (
     ItemAlreadyExists,
     TransactionalCounter,
 )
-from aioseq.workload import stored_numbers
+from aioseq._workload import stored_numbers
 
 
 def invoice(n: int) -> dict[str, Any]:

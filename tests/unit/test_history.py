@@ -1,4 +1,4 @@
-"""The history checker (``aioseq.testing.history``) on made-up histories: no server, fast.
+"""The history checker (``verification.history``) on made-up histories: no server, fast.
 
 Each test builds the calls, the wire log and the stored items a run could leave, and checks
 what the checker makes of them: duplicates, items stored twice, holes, order, and every number
@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from aioseq._workload import check_numbers, stored_twice
 from aioseq.testing.fault_proxy import Exchange
-from aioseq.testing.history import (
+from verification.causes import (
     ANSWER_LOST,
     BLOCK_NOT_HANDED_OUT,
     CALLER_CANCELLED,
@@ -24,12 +25,9 @@ from aioseq.testing.history import (
     STORED_TWICE,
     UNATTRIBUTED,
     UNEXPLAINED,
-    Call,
-    History,
-    WireWrite,
-    base_strategy,
 )
-from aioseq.workload import check_numbers, stored_twice
+from verification.history import History, base_strategy
+from verification.records import Call, WireWrite
 
 
 def call(
@@ -437,7 +435,7 @@ def test_observe_reads_the_numbers_each_write_took() -> None:
     assert history.wire_observed and all(w.observed is not None for w in history.wire)
 
 
-# --- aioseq.workload's quick check -----------------------------------------------------------
+# --- aioseq._workload's quick check ----------------------------------------------------------
 
 
 def test_check_numbers_counts_items_stored_twice_when_given_payloads() -> None:

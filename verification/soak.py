@@ -3,7 +3,7 @@ every number and every stored item checked.
 
 ::
 
-    python -m aioseq.testing.soak [--server moto|dynamodb-local | --endpoint-url URL]
+    python -m verification.soak [--server moto|dynamodb-local | --endpoint-url URL]
         [--processes 4] [--concurrency 200] [--count 20000] [--seed 1]
         [--faults KIND=RATE,... | --fault-rate R] [--kill-at 0.5] [--cancel-rate 0.01]
         [--strategies atomic,allocator,optimistic,sort-key,transactional]
@@ -30,7 +30,7 @@ numbers or its error, and its payload: the item-writing strategies store ``<proc
 <seq>`` with each item), so the killed process leaves its completed calls behind; the proxy
 logs every write the server applied and whether its answer got through. Then the histories,
 the counter item and the stored items (number -> payload) are checked against the strategy's
-guarantees by :class:`~aioseq.testing.history.History`, and a row per strategy is printed
+guarantees by :class:`~verification.history.History`, and a row per strategy is printed
 (numbers checked, requests, faults, failed calls, duplicates, items stored twice, holes, order
 violations) with the faults injected by kind and the gaps or unacknowledged items by cause
 below it. Exit status 1 if any guarantee was broken.
@@ -61,24 +61,25 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from aioseq._store import DynamoStore
-from aioseq.config import TableSpec
-from aioseq.errors import AioseqError
-from aioseq.testing import serving
-from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS, FaultProxy, FaultSchedule
-from aioseq.testing.history import History, Report
-from aioseq.workload import (
+from aioseq._workload import (
     GAPLESS_STRATEGIES,
     GROUPED_STRATEGIES,
     STRATEGIES,
     make_taker,
     stored_payloads,
 )
+from aioseq.config import TableSpec
+from aioseq.errors import AioseqError
+from aioseq.testing import serving
+from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
+from verification.history import History, Report
+from verification.soak_report import VICTIM, VICTIM_AGAIN, _header, _rows, _summary
+from verification.soak_report import Soak as Soak
+from verification.soak_report import describe_faults as describe_faults
 
 __all__ = [
     "DEFAULT_FAULTS",
@@ -105,20 +106,11 @@ DEFAULT_FAULTS: Mapping[str, float] = {
     "transaction-conflict": 0.005,
 }
 
-#: The fault kinds by what the client sees, for the report.
-_FAULT_GROUPS = (
-    ("answers lost after the server applied the request", ("response-lost", "delay")),
-    ("500s", ("internal-error", "http-500")),
-    ("resets", ("reset",)),
-    ("throttling", ("throughput-exceeded", "throttling")),
-    ("transaction conflicts", ("transaction-conflict",)),
-)
-
-#: The process killed mid-run, and the one that takes the rest of its numbers.
-VICTIM, VICTIM_AGAIN = "p0", "p0-again"
-
 #: A cancelled call is cancelled after a random delay up to this, in seconds.
 CANCEL_WITHIN_SECS = 0.1
+
+#: The repository's root, which holds this package (it is not installed).
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_strategy(name: str) -> tuple[str, bool | None]:
@@ -139,44 +131,6 @@ def parse_strategy(name: str) -> tuple[str, bool | None]:
     if mode and base not in GROUPED_STRATEGIES:
         raise ValueError(f"{base} has no group mode: {name!r}")
     return base, modes[mode]
-
-
-def describe_faults(rates: Mapping[str, float], *, read_timeout_secs: float) -> str:
-    """The fault schedule in one line: the total, then each kind's rate by what the client
-    sees."""
-    parts = []
-    for what, kinds in _FAULT_GROUPS:
-        shown = [k for k in kinds if rates.get(k)]
-        if not shown:
-            continue
-        total = sum(rates[k] for k in shown)
-        detail = ", ".join(
-            f"{k} {rates[k]:.1%}"
-            + (f" past the {read_timeout_secs:g} s read timeout" if k == "delay" else "")
-            for k in shown
-        )
-        parts.append(f"{what} {total:.1%} ({detail})")
-    return f"{sum(rates.values()):.1%} of requests: " + "; ".join(parts) if parts else "none"
-
-
-@dataclass(frozen=True)
-class Soak:
-    """One strategy's soak.
-
-    Attributes:
-        report: the checker's :class:`~aioseq.testing.history.Report`.
-        wall_secs: from the workers' start to their end, in seconds.
-        requests: requests the proxy received.
-        injected: faults injected, by kind.
-        killed_after: calls the killed process had completed when it was killed, or ``None``
-            when nobody was killed (``kill_at`` 0).
-    """
-
-    report: Report
-    wall_secs: float
-    requests: int
-    injected: Counter[str]
-    killed_after: int | None = None
 
 
 async def run_soak(
@@ -284,7 +238,7 @@ async def _run_workers(
     with tempfile.TemporaryDirectory(prefix="aioseq-soak-") as tmp:
         folder = Path(tmp)
         command = [
-            sys.executable, "-m", "aioseq.testing.soak", "--worker",
+            sys.executable, "-m", "verification.soak", "--worker",
             "--endpoint-url", endpoint_url, "--table", table, "--strategies", strategy,
             "--concurrency", str(concurrency), "--read-timeout-secs", str(read_timeout_secs),
             "--seed", str(seed), "--cancel-rate", str(cancel_rate),
@@ -305,6 +259,7 @@ async def _run_workers(
                     stdout=asyncio.subprocess.DEVNULL,
                     stderr=stderr,  # a file: a chatty worker never blocks on a full pipe
                     env={**os.environ, "AWS_SDK_UA_APP_ID": name},
+                    cwd=_ROOT,  # where ``-m verification.soak`` imports from
                 )
 
         # p0 kills itself (SIGKILL: no cleanup, no flush) as soon as it has completed its
@@ -364,116 +319,6 @@ async def _check(store: DynamoStore, history: History, strategy: str) -> Report:
 
 def _counter_key(strategy: str) -> str:
     return "soak-" + re.sub(r"[^A-Za-z0-9]+", "-", strategy).strip("-")
-
-
-# --- the report -----------------------------------------------------------------------------
-
-_COLUMNS = (
-    ("strategy", 20),
-    ("numbers", 7),
-    ("wall s", 6),
-    ("requests", 8),
-    ("faults", 6),
-    ("fault %", 7),
-    ("failed", 6),
-    ("dupl.", 5),
-    ("twice", 5),
-    ("holes", 5),
-    ("order", 5),
-)
-
-
-def _cells(cells: Sequence[object]) -> str:
-    return "  ".join(
-        f"{c:<{w}}" if i == 0 else f"{c:>{w}}"
-        for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS, strict=True))
-    )
-
-
-def _header() -> str:
-    return _cells([name for name, _ in _COLUMNS]) + "  check"
-
-
-def _causes(counts: Counter[str]) -> str:
-    return ", ".join(f"{cause} {n}" for cause, n in counts.most_common()) or "-"
-
-
-def _kinds(injected: Counter[str]) -> str:
-    """Faults injected, by kind, in the order of :data:`KINDS`."""
-    return ", ".join(f"{k} {injected[k]}" for k in KINDS if injected[k]) or "none"
-
-
-def _rows(soak: Soak) -> list[str]:
-    """The strategy's row, then what was injected and what was lost, indented below it."""
-    r = soak.report
-    faults = sum(soak.injected.values())
-    row = _cells(
-        [
-            r.strategy,
-            r.numbers,
-            f"{soak.wall_secs:.1f}",
-            soak.requests,
-            faults,
-            f"{faults / max(soak.requests, 1):.1%}",
-            sum(r.failed.values()),
-            r.duplicates,
-            "-" if r.stored is None else r.stored_twice,
-            r.holes,
-            r.order_violations,
-        ]
-    )
-    check = "ok" if r.ok else "FAILED: " + "; ".join(r.problems)
-    applied = sum(soak.injected[k] for k in APPLIED_KINDS)
-    lines = [
-        f"{row}  {check}",
-        f"    injected: {_kinds(soak.injected)} "
-        f"(answers lost after being applied: {applied}, "
-        f"{applied / max(soak.requests, 1):.1%} of requests)",
-    ]
-    if r.stored is None:
-        lines.append(f"    gaps by cause: {_causes(r.gaps)}")
-    else:
-        lines.append(
-            f"    stored {r.stored} items; unacknowledged by cause: {_causes(r.unacknowledged)}"
-        )
-    if r.failed:
-        lines.append(f"    failed calls: {_causes(r.failed)}")
-    if soak.killed_after is not None:
-        lines.append(
-            f"    {VICTIM} killed after {soak.killed_after} calls; {VICTIM_AGAIN} took the rest"
-        )
-    return lines
-
-
-def _summary(results: list[Soak]) -> list[str]:
-    injected: Counter[str] = Counter()
-    gaps: Counter[str] = Counter()
-    unacknowledged: Counter[str] = Counter()
-    failed: Counter[str] = Counter()
-    for s in results:
-        injected.update(s.injected)
-        failed.update(s.report.failed)
-        gaps.update(s.report.gaps)
-        unacknowledged.update(s.report.unacknowledged)
-    requests = sum(s.requests for s in results)
-    applied = sum(injected[k] for k in APPLIED_KINDS)
-    total = sum(injected.values())
-    return [
-        f"numbers checked: {sum(s.report.numbers for s in results)}",
-        f"requests: {requests}; faults injected: {total} ({total / max(requests, 1):.2%}), "
-        f"answers lost after being applied: {applied} ({applied / max(requests, 1):.2%}): "
-        + ", ".join(f"{k} {injected[k]}" for k in KINDS),
-        f"duplicates: {sum(s.report.duplicates for s in results)}",
-        f"items stored twice: {sum(s.report.stored_twice for s in results)}",
-        f"holes where none is promised: {sum(s.report.holes for s in results)}",
-        f"order violations: {sum(s.report.order_violations for s in results)}",
-        f"failed calls: {sum(failed.values())} ({_causes(failed)})",
-        f"gaps by cause: {_causes(gaps)}",
-        f"unacknowledged items by cause: {_causes(unacknowledged)}",
-        "all guarantees held"
-        if all(s.report.ok for s in results)
-        else "FAILED: " + ", ".join(s.report.strategy for s in results if not s.report.ok),
-    ]
 
 
 # --- one worker process ---------------------------------------------------------------------
@@ -542,7 +387,7 @@ def _fault_rates(text: str) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; see the module doc. Exit status 0 if every guarantee held, else 1."""
     parser = argparse.ArgumentParser(
-        prog="python -m aioseq.testing.soak",
+        prog="python -m verification.soak",
         description="Every strategy under injected faults and a killed process, every number "
         "and every stored item checked.",
     )

@@ -1,5 +1,9 @@
 """Take N numbers from one counter key with C concurrent tasks: what ``aioseq next``, the demo
-and the benchmarks run, and how they check the result."""
+and the benchmarks run, and how they check the result.
+
+Private: it ships in the wheel because ``aioseq next`` and ``aioseq demo`` run it; aioseq's
+tests, benchmarks and verification harness (``verification/``, outside the wheel) import it
+too, but users do not."""
 
 from __future__ import annotations
 
@@ -422,7 +426,7 @@ async def stored_payloads(
     """number -> payload of the numbered items in collection ``partition`` (sort keys >= 1),
     read as :func:`stored_numbers` reads them: each item's ``payload_attribute`` (a string;
     ``None`` when the item has none), so a checker can tell whose item each is and find an
-    item stored twice (:class:`aioseq.testing.history.History`, :func:`check_numbers`).
+    item stored twice (aioseq's history checker, ``verification.history``; :func:`check_numbers`).
 
     Raises:
         ConfigurationError: the table has no sort key.

@@ -1,0 +1,110 @@
+"""``python -m benchmarks.defaults``: the command line (see :mod:`benchmarks.defaults`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+import benchmarks.defaults as package
+from benchmarks._report import header, machine
+from benchmarks.defaults.bench import Result
+from benchmarks.defaults.options import QUICK, SECTIONS, Options
+from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown, targets_table
+from benchmarks.defaults.sections import rows_planned, run
+from benchmarks.row import server
+
+RESULTS = Path(__file__).parents[1] / "results"  # benchmarks/results
+
+
+def _sections(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = set(names) - set(SECTIONS)
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}"
+        )
+    return names
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.defaults",
+        description=package.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
+    parser.add_argument("--endpoint-url", help="measure this server instead of starting one")
+    parser.add_argument("--sections", type=_sections, help=f"some of {','.join(SECTIONS)}")
+    parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the files go")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _command(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    python = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        python = python.relative_to(Path.cwd())
+    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
+    return f"{wrapper}{python} -m benchmarks.defaults {' '.join(argv)}".strip()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(arguments)
+    options = QUICK if args.quick else Options()
+    if args.sections:
+        options = replace(options, sections=args.sections)
+    started = time.perf_counter()
+    with server(args.server, args.endpoint_url) as (endpoint, description):
+        report: dict[str, Any] = {
+            "benchmark": "defaults",
+            **header(endpoint),
+            "server": description,
+            "command": _command(args, arguments),
+            "options": options,
+        }
+        with tqdm(
+            total=rows_planned(options), unit="row", disable=args.no_progress, file=sys.stderr
+        ) as bar:
+
+            def done(result: Result) -> None:
+                bar.set_postfix_str(
+                    f"{result.section}: {result.row.label}, {result.row.tasks} tasks",
+                    refresh=False,
+                )
+                bar.update()
+
+            report.update(asyncio.run(run(options, endpoint, on_row=done)))
+    report["load_average_at_end"] = machine()["load_average"]
+    report["wall_secs"] = round(time.perf_counter() - started, 1)
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "defaults.json").write_text(json.dumps(_jsonable(report), indent=2) + "\n")
+    (out / "defaults.md").write_text(markdown(report))
+
+    print(targets_table(report["targets"], details=False, style="simple"))
+    if report["recommendation"]:
+        print("\n" + _recommendation_text(report["recommendation"]))
+    rows = len(report["results"])
+    print(f"\n{rows} rows in {report['wall_secs']:.0f} s; wrote {out}/defaults.{{json,md}}")
+    if not report["ok"]:
+        failed = ", ".join(
+            f"{r.section}: {r.row.label} ({r.row.tasks} tasks)"
+            for r in report["results"]
+            if not r.row.ok
+        )
+        print(f"FAILED: a guarantee was broken in {failed}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,172 @@
+"""The soak's report (:mod:`verification.soak`): one :class:`Soak` per strategy, printed as a
+row with what was injected and what was lost below it, then a summary of every strategy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS
+from verification.history import Report
+
+__all__ = ["VICTIM", "VICTIM_AGAIN", "Soak", "describe_faults"]
+
+
+#: The process killed mid-run, and the one that takes the rest of its numbers.
+VICTIM, VICTIM_AGAIN = "p0", "p0-again"
+
+#: The fault kinds by what the client sees, for the report.
+_FAULT_GROUPS = (
+    ("answers lost after the server applied the request", ("response-lost", "delay")),
+    ("500s", ("internal-error", "http-500")),
+    ("resets", ("reset",)),
+    ("throttling", ("throughput-exceeded", "throttling")),
+    ("transaction conflicts", ("transaction-conflict",)),
+)
+
+
+def describe_faults(rates: Mapping[str, float], *, read_timeout_secs: float) -> str:
+    """The fault schedule in one line: the total, then each kind's rate by what the client
+    sees."""
+    parts = []
+    for what, kinds in _FAULT_GROUPS:
+        shown = [k for k in kinds if rates.get(k)]
+        if not shown:
+            continue
+        total = sum(rates[k] for k in shown)
+        detail = ", ".join(
+            f"{k} {rates[k]:.1%}"
+            + (f" past the {read_timeout_secs:g} s read timeout" if k == "delay" else "")
+            for k in shown
+        )
+        parts.append(f"{what} {total:.1%} ({detail})")
+    return f"{sum(rates.values()):.1%} of requests: " + "; ".join(parts) if parts else "none"
+
+
+@dataclass(frozen=True)
+class Soak:
+    """One strategy's soak.
+
+    Attributes:
+        report: the checker's :class:`~verification.history.Report`.
+        wall_secs: from the workers' start to their end, in seconds.
+        requests: requests the proxy received.
+        injected: faults injected, by kind.
+        killed_after: calls the killed process had completed when it was killed, or ``None``
+            when nobody was killed (``kill_at`` 0).
+    """
+
+    report: Report
+    wall_secs: float
+    requests: int
+    injected: Counter[str]
+    killed_after: int | None = None
+
+
+_COLUMNS = (
+    ("strategy", 20),
+    ("numbers", 7),
+    ("wall s", 6),
+    ("requests", 8),
+    ("faults", 6),
+    ("fault %", 7),
+    ("failed", 6),
+    ("dupl.", 5),
+    ("twice", 5),
+    ("holes", 5),
+    ("order", 5),
+)
+
+
+def _cells(cells: Sequence[object]) -> str:
+    return "  ".join(
+        f"{c:<{w}}" if i == 0 else f"{c:>{w}}"
+        for i, (c, (_, w)) in enumerate(zip(cells, _COLUMNS, strict=True))
+    )
+
+
+def _header() -> str:
+    return _cells([name for name, _ in _COLUMNS]) + "  check"
+
+
+def _causes(counts: Counter[str]) -> str:
+    return ", ".join(f"{cause} {n}" for cause, n in counts.most_common()) or "-"
+
+
+def _kinds(injected: Counter[str]) -> str:
+    """Faults injected, by kind, in the order of :data:`KINDS`."""
+    return ", ".join(f"{k} {injected[k]}" for k in KINDS if injected[k]) or "none"
+
+
+def _rows(soak: Soak) -> list[str]:
+    """The strategy's row, then what was injected and what was lost, indented below it."""
+    r = soak.report
+    faults = sum(soak.injected.values())
+    row = _cells(
+        [
+            r.strategy,
+            r.numbers,
+            f"{soak.wall_secs:.1f}",
+            soak.requests,
+            faults,
+            f"{faults / max(soak.requests, 1):.1%}",
+            sum(r.failed.values()),
+            r.duplicates,
+            "-" if r.stored is None else r.stored_twice,
+            r.holes,
+            r.order_violations,
+        ]
+    )
+    check = "ok" if r.ok else "FAILED: " + "; ".join(r.problems)
+    applied = sum(soak.injected[k] for k in APPLIED_KINDS)
+    lines = [
+        f"{row}  {check}",
+        f"    injected: {_kinds(soak.injected)} "
+        f"(answers lost after being applied: {applied}, "
+        f"{applied / max(soak.requests, 1):.1%} of requests)",
+    ]
+    if r.stored is None:
+        lines.append(f"    gaps by cause: {_causes(r.gaps)}")
+    else:
+        lines.append(
+            f"    stored {r.stored} items; unacknowledged by cause: {_causes(r.unacknowledged)}"
+        )
+    if r.failed:
+        lines.append(f"    failed calls: {_causes(r.failed)}")
+    if soak.killed_after is not None:
+        lines.append(
+            f"    {VICTIM} killed after {soak.killed_after} calls; {VICTIM_AGAIN} took the rest"
+        )
+    return lines
+
+
+def _summary(results: list[Soak]) -> list[str]:
+    injected: Counter[str] = Counter()
+    gaps: Counter[str] = Counter()
+    unacknowledged: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for s in results:
+        injected.update(s.injected)
+        failed.update(s.report.failed)
+        gaps.update(s.report.gaps)
+        unacknowledged.update(s.report.unacknowledged)
+    requests = sum(s.requests for s in results)
+    applied = sum(injected[k] for k in APPLIED_KINDS)
+    total = sum(injected.values())
+    return [
+        f"numbers checked: {sum(s.report.numbers for s in results)}",
+        f"requests: {requests}; faults injected: {total} ({total / max(requests, 1):.2%}), "
+        f"answers lost after being applied: {applied} ({applied / max(requests, 1):.2%}): "
+        + ", ".join(f"{k} {injected[k]}" for k in KINDS),
+        f"duplicates: {sum(s.report.duplicates for s in results)}",
+        f"items stored twice: {sum(s.report.stored_twice for s in results)}",
+        f"holes where none is promised: {sum(s.report.holes for s in results)}",
+        f"order violations: {sum(s.report.order_violations for s in results)}",
+        f"failed calls: {sum(failed.values())} ({_causes(failed)})",
+        f"gaps by cause: {_causes(gaps)}",
+        f"unacknowledged items by cause: {_causes(unacknowledged)}",
+        "all guarantees held"
+        if all(s.report.ok for s in results)
+        else "FAILED: " + ", ".join(s.report.strategy for s in results if not s.report.ok),
+    ]
