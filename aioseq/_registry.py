@@ -123,11 +123,8 @@ class Registry:
             WrongEventLoop: called from another event loop than the store's first.
             whatever ``make()`` raises (a bad key or option).
         """
-        loop = self._running_loop()
         entry = self._entries.get((name, key)) if isinstance(key, str) else None
-        if entry is not None and entry.obj._closed:  # closed by its user: make a fresh one
-            entry = None
-        if entry is not None:
+        if entry is not None and not entry.obj._closed:  # closed by its user: make a fresh one
             if entry.args != args or entry.kwargs != kwargs:
                 shared, asked = options(entry.args, entry.kwargs), options(args, kwargs)
                 if shared != asked:
@@ -140,7 +137,10 @@ class Registry:
                         " pass the same options, or make a private object with the class"
                         " itself"
                     )
+            # No loop check here (the hot path of per-request code): the object refuses
+            # another loop itself, with WrongEventLoop, at its first call there.
             return entry.obj  # type: ignore[return-value]
+        loop = self._running_loop()
         obj = make()
         self._entries[(name, obj.key)] = _Entry(obj, args, dict(kwargs))
         if loop is not None and self.idle_secs is not None and self._sweeper is None:

@@ -73,19 +73,23 @@ async def test_the_same_key_with_other_options_is_refused_naming_both(
 async def test_a_factory_called_from_another_event_loop_is_refused(
     aioseq_store: DynamoStore,
 ) -> None:
-    aioseq_store.atomic_counter("k")  # binds the store's shared objects to this loop
+    assert await aioseq_store.atomic_counter("k").next() == 1  # bound to this loop
     raised: list[BaseException] = []
 
     async def elsewhere() -> None:
-        try:
-            aioseq_store.atomic_counter("k")
-        except WrongEventLoop as exc:
-            raised.append(exc)
+        with pytest.raises(WrongEventLoop) as new_key:  # at the factory
+            aioseq_store.atomic_counter("other")
+        raised.append(new_key.value)
+        shared = aioseq_store.atomic_counter("k")  # the shared object, which refuses
+        with pytest.raises(WrongEventLoop) as shared_key:
+            await shared.next()
+        raised.append(shared_key.value)
 
     thread = threading.Thread(target=lambda: asyncio.run(elsewhere()))
     thread.start()
     await asyncio.to_thread(thread.join)
-    assert raised and "another event loop" in str(raised[0])
+    assert len(raised) == 2 and all("another event loop" in str(exc) for exc in raised)
+    assert await aioseq_store.atomic_counter("k").next() == 2
 
 
 async def test_per_request_allocators_share_blocks_and_waste_nothing(
