@@ -133,9 +133,9 @@ class Registry:
                         f"counter key {key!r} already has a shared {name}() object on this"
                         f" store, with {_shown(shared, differ)}; this call asks for"
                         f" {_shown(asked, differ)}."
-                        " Two objects on one key in one process would each reserve numbers:"
-                        " pass the same options, or make a private object with the class"
-                        " itself"
+                        " Two objects on one key in one process would compete for its counter"
+                        " (two allocators each reserving blocks): pass the same options, or"
+                        " make a private object with the class itself"
                     )
             # No loop check here (the hot path of per-request code): the object refuses
             # another loop itself, with WrongEventLoop, at its first call there.

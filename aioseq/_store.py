@@ -34,7 +34,7 @@ from aioseq._values import (
     check_seconds,
 )
 from aioseq.allocator import BlockAllocator
-from aioseq.config import DEFAULT_TABLE_NAME, RetryPolicy, TableSpec
+from aioseq.config import DEFAULT_TABLE_NAME, GroupCommit, RetryPolicy, TableSpec
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError
 from aioseq.observe import Observer
 from aioseq.strategies.counter import AtomicCounter
@@ -85,7 +85,10 @@ def _factory(
     def options(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         bound = signature.bind(None, *args, **kwargs)
         bound.apply_defaults()
-        return dict(list(bound.arguments.items())[2:])  # not the store, not the key
+        found = dict(list(bound.arguments.items())[2:])  # not the store, not the key
+        if found.get("group") is True:  # group=True means GroupCommit(): one option, one value
+            found["group"] = GroupCommit()
+        return found
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         if len(args) == 1:

@@ -341,6 +341,11 @@ class OpenTelemetryObserver(Observer):
             unit="{number}",
             description="numbers a block allocator reserved and will never hand out",
         )
+        self._evictions = meter.create_counter(
+            "aioseq.evictions",
+            unit="{object}",
+            description="idle shared objects a store dropped, by kind",
+        )
 
     def on_request(self, event: RequestEvent) -> None:
         attributes: dict[str, Any] = {"operation": event.operation, "table": event.table}
@@ -358,3 +363,6 @@ class OpenTelemetryObserver(Observer):
 
     def on_waste(self, event: WasteEvent) -> None:
         self._wasted.add(event.numbers, {"reason": event.reason})
+
+    def on_evict(self, event: EvictEvent) -> None:
+        self._evictions.add(1, {"kind": event.kind})

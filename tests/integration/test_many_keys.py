@@ -49,6 +49,7 @@ async def test_each_factory_shares_one_object_per_key_and_options(
     assert store.block_allocator("k", block_size=100) is store.block_allocator(key="k")
     assert store.atomic_counter("k") is store.atomic_counter("k")
     assert store.optimistic_counter("k") is store.optimistic_counter("k", group=True)
+    assert store.optimistic_counter("k", group=GroupCommit()) is store.optimistic_counter("k")
     assert store.transactional_counter("k") is store.transactional_counter("k")
     assert store.block_allocator("k") is not store.block_allocator("other")
     assert BlockAllocator(store, "k") is not store.block_allocator("k")  # a private object
