@@ -85,19 +85,29 @@ class Registry:
         observer: told of each drop (``on_evict``).
     """
 
-    def __init__(self, idle_secs: float | None, observer: Observer | None) -> None:
+    def __init__(
+        self,
+        idle_secs: float | None,
+        observer: Observer | None,
+        after_sweep: Callable[[], None] = lambda: None,
+    ) -> None:
         self.idle_secs = idle_secs
         self.observer = observer
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._after_sweep = after_sweep
+        #: ``(factory name, key)`` -> its entry. The factories read it for their fast path.
+        self.entries: dict[tuple[str, object], _Entry] = {}
+        self._peak = 0  # the most entries since the dict was last rebuilt
+        self._dropping: list[Shareable] = []  # dropped, giving their numbers back now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._sweeping: asyncio.Future[int] | None = None
         self._closed = False
         self.evictions = 0
         # What dropped allocators had done when they were dropped.
         self._dropped = [0, 0, 0, 0]  # reserved, handed out, returned, wasted
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
     def get(
         self,
@@ -105,25 +115,27 @@ class Registry:
         key: object,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
-        make: Callable[[], S],
+        store: Any,
+        cls: Callable[..., S],
         options: Callable[[tuple[Any, ...], Mapping[str, Any]], dict[str, Any]],
     ) -> S:
-        """The object shared for ``(name, key)``, made by ``make()`` the first time.
+        """The object shared for ``(name, key)``, made the first time.
 
         Parameters:
             name: the factory's name.
             key: the counter key (checked by the class when it is made).
             args, kwargs: the factory's arguments, compared with those of the first call.
-            make: makes the object (again, after the shared one was closed).
+            store, cls: ``cls(store, *args, **kwargs)`` makes the object (again, after the
+                shared one was closed).
             options: the options ``args`` and ``kwargs`` mean, defaults filled in, for the
                 comparison when the arguments differ and for the error.
 
         Raises:
             ConfigurationError: the key's object was made with other options.
             WrongEventLoop: called from another event loop than the store's first.
-            whatever ``make()`` raises (a bad key or option).
+            whatever ``cls`` raises (a bad key or option).
         """
-        entry = self._entries.get((name, key)) if isinstance(key, str) else None
+        entry = self.entries.get((name, key)) if isinstance(key, str) else None
         if entry is not None and not entry.obj._closed:  # closed by its user: make a fresh one
             if entry.args != args or entry.kwargs != kwargs:
                 shared, asked = options(entry.args, entry.kwargs), options(args, kwargs)
@@ -141,8 +153,8 @@ class Registry:
             # another loop itself, with WrongEventLoop, at its first call there.
             return entry.obj  # type: ignore[return-value]
         loop = self._running_loop()
-        obj = make()
-        self._entries[(name, obj.key)] = _Entry(obj, args, dict(kwargs))
+        obj = cls(store, *args, **kwargs)
+        self.entries[(name, obj.key)] = _Entry(obj, args, dict(kwargs))
         if loop is not None and self.idle_secs is not None and self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_forever(), name="aioseq-idle-sweeper")
         return obj
@@ -170,38 +182,55 @@ class Registry:
         assert self.idle_secs is not None
         while not self._closed:
             await asyncio.sleep(self.idle_secs)
-            await self.sweep()
+            # A close waits for the sweep under way rather than cancel its give-backs.
+            self._sweeping = asyncio.ensure_future(self.sweep())
+            await asyncio.shield(self._sweeping)
 
     async def sweep(self) -> int:
         """Drop every object that did nothing since the last sweep and has nothing in
         flight (an allocator gives its unused numbers back first, at most
         :data:`EVICTIONS_IN_FLIGHT` at once); note what the others have done. Returns how many
         were dropped."""
-        idle: list[tuple[tuple[str, str], _Entry]] = []
-        for place, entry in self._entries.items():
+        idle: list[tuple[tuple[str, object], _Entry]] = []
+        for place, entry in self.entries.items():
             now = entry.obj._activity()
             if entry.seen == now and not entry.obj._busy():
                 idle.append((place, entry))
             else:
                 entry.seen = now
-        for place, _ in idle:
-            del self._entries[place]  # the next factory call makes a fresh object
+        for place, entry in idle:
+            del self.entries[place]  # the next factory call makes a fresh object
+            self._dropping.append(entry.obj)
         turns = asyncio.Semaphore(EVICTIONS_IN_FLIGHT)
 
         async def evict(name: str, obj: Shareable) -> None:
-            async with turns:
-                try:
+            try:
+                async with turns:
                     returned, wasted = await obj._evict()
-                except Exception as exc:  # logged; the sweeper goes on
-                    log.warning("dropping idle %s(%r) failed: %r", name, obj.key, exc)
-                    return
-            self._count_drop(obj)
+            except Exception as exc:  # logged; the sweeper goes on
+                log.warning("dropping idle %s(%r) failed: %r", name, obj.key, exc)
+                returned = wasted = 0
+            finally:
+                self._dropping.remove(obj)
+                self._count_drop(obj)
+                self.evictions += 1
             if self.observer is not None:
                 notify(self.observer.on_evict, EvictEvent(obj.key, name, returned, wasted))
 
         await asyncio.gather(*(evict(name, entry.obj) for (name, _), entry in idle))
-        self.evictions += len(idle)
+        self._shrink()
+        self._after_sweep()
         return len(idle)
+
+    def _shrink(self) -> None:
+        """Rebuild the table of entries once it holds under a quarter of its peak: a dict
+        keeps the room of its largest size, so 100,000 keys dropped would otherwise keep
+        megabytes."""
+        size = len(self.entries)
+        self._peak = max(self._peak, size)
+        if self._peak > 1024 and size < self._peak // 4:
+            self.entries = dict(self.entries)
+            self._peak = size
 
     def _count_drop(self, obj: Shareable) -> None:
         stats = getattr(obj, "statistics", None)
@@ -215,8 +244,8 @@ class Registry:
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
         reserved, handed_out, returned, wasted = self._dropped
-        for entry in self._entries.values():
-            stats = getattr(entry.obj, "statistics", None)
+        for obj in [*(entry.obj for entry in self.entries.values()), *self._dropping]:
+            stats = getattr(obj, "statistics", None)
             found = stats() if callable(stats) else None
             if found is not None and hasattr(found, "reserved"):
                 reserved += found.reserved
@@ -224,7 +253,7 @@ class Registry:
                 returned += found.returned
                 wasted += found.wasted
         return StoreStatistics(
-            live_keys=len(self._entries),
+            live_keys=len(self.entries),
             evictions=self.evictions,
             reserved=reserved,
             handed_out=handed_out,
@@ -233,12 +262,15 @@ class Registry:
         )
 
     async def aclose(self) -> None:
-        """Stop sweeping (the store closes the objects themselves)."""
+        """Stop sweeping, after the sweep under way has given its numbers back (the store
+        bounds the wait, and closes the objects themselves)."""
         self._closed = True
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
+        if self._sweeping is not None:
+            await asyncio.gather(self._sweeping, return_exceptions=True)
 
 
 def _shown(options: Mapping[str, Any], names: list[str]) -> str:

@@ -91,13 +91,18 @@ def _factory(
         return found
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        shared = self._shared
         if len(args) == 1:
             key = args[0]
+            if not kwargs:  # the per-request call, store.block_allocator(key): one look-up
+                entry = shared.entries.get((name, key))
+                if entry is not None and entry.args == args and not entry.kwargs:
+                    obj = entry.obj
+                    if not obj._closed:
+                        return obj  # type: ignore[return-value]
         else:  # the key passed by keyword: bind to find it (a wrong call raises TypeError)
             key = list(signature.bind(None, *args, **kwargs).arguments.values())[1]
-        return self._shared.get(  # type: ignore[type-var]
-            name, key, args, kwargs, lambda: cls(self, *args, **kwargs), options
-        )
+        return shared.get(name, key, args, kwargs, self, cls, options)  # type: ignore[type-var]
 
     own = list(signature.parameters.values())[1:]  # the store is ``self``
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
@@ -206,8 +211,9 @@ class DynamoStore:
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.
         self._made: weakref.WeakSet[Closeable] = weakref.WeakSet()
+        self._made_peak = 0
         #: The objects the factories share, one per factory and key.
-        self._shared = Registry(idle_secs, self.observer)
+        self._shared = Registry(idle_secs, self.observer, after_sweep=self._shrink_made)
 
     @classmethod
     def _owning(
@@ -384,6 +390,16 @@ class DynamoStore:
         """
         self._check_open()
         self._made.add(thing)
+
+    def _shrink_made(self) -> None:
+        """Rebuild the set of what this store made once it holds under a quarter of its
+        peak (a set keeps the room of its largest size: 100,000 keys dropped would otherwise
+        keep megabytes)."""
+        size = len(self._made)
+        self._made_peak = max(self._made_peak, size)
+        if self._made_peak > 1024 and size < self._made_peak // 4:
+            self._made = weakref.WeakSet(self._made)
+            self._made_peak = size
 
     def _check_open(self) -> None:
         if self._closed:

@@ -493,19 +493,16 @@ class BlockAllocator:
         self._spare.clear()
         self._blocks_changed()
         returned = 0
-        if tail is not None:
-            try:
-                if await self._counter.give_back(tail):
-                    returned = len(tail)
-            except Exception as exc:  # the numbers are counted as wasted, not lost silently
-                log.warning(
-                    "block allocator %r: giving back %d numbers failed: %r",
-                    self.key,
-                    len(tail),
-                    exc,
-                )
-        self._returned += returned
-        self._waste(held - returned, "evicted")
+        try:
+            if tail is not None and await self._counter.give_back(tail):
+                returned = len(tail)
+        except Exception as exc:  # the numbers are counted as wasted, not lost silently
+            log.warning(
+                "block allocator %r: giving back %d numbers failed: %r", self.key, held, exc
+            )
+        finally:  # a give-back cut off (the store closing) counts as wasted too
+            self._returned += returned
+            self._waste(held - returned, "evicted")
         return returned, held - returned
 
     def _abandon(self) -> None:

@@ -195,3 +195,23 @@ async def test_a_closed_or_emptied_allocator_does_not_warn(aioseq_store: DynamoS
     gc.collect()  # filterwarnings = error: a ResourceWarning here fails the test
     shared = [await aioseq_store.block_allocator("b").next() for _ in range(3)]
     assert_distinct(shared)
+
+
+async def test_a_close_during_a_sweep_lets_its_give_backs_finish(
+    aioseq_endpoint: str, table_name: str
+) -> None:
+    keys = [f"tenant-{i}" for i in range(100)]
+    first_drop = Evictions(wanted=1)
+    store = await DynamoStore.open(
+        table=table_name, endpoint_url=aioseq_endpoint, idle_secs=0.05, observer=first_drop
+    )
+    for key in keys:
+        assert await store.block_allocator(key, block_size=10, prefetch_at=0).next() == 1
+    await asyncio.wait_for(first_drop.done.wait(), timeout=30)  # a sweep is under way
+    await store.aclose()
+    stats = store.statistics()
+    assert stats.reserved == stats.handed_out + stats.returned + stats.wasted  # all told
+    assert stats.returned == 900 and stats.wasted == 0
+    async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as again:
+        values = await asyncio.gather(*(again.atomic_counter(key).current() for key in keys))
+        assert set(values) == {1}
