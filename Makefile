@@ -15,8 +15,11 @@ export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
 
+# pytest-xdist workers (each starts its own moto server and DynamoDB Local); 0 runs serially.
+TEST_WORKERS ?= auto
+
 test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest $(ARGS)
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) $(ARGS)
 
 # The half with no server (pure logic: the coalescer, the token ring, the checker, the house): seconds.
 test-unit: $(VENV)/.installed-dev
@@ -24,7 +27,7 @@ test-unit: $(VENV)/.installed-dev
 
 # The half against the servers: the serialized moto server and Amazon DynamoDB Local.
 test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest tests/integration $(ARGS)
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) tests/integration $(ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check aioseq verification tests benchmarks examples

@@ -3,11 +3,14 @@ they can see what aioseq wrote, or make a counter item aioseq would never make).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+import io
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aioseq import DynamoStore
@@ -25,6 +28,28 @@ def assert_exactly(numbers: Iterable[int], first: int, last: int) -> None:
     """The numbers are exactly first..last, each once."""
     seen = assert_distinct(numbers)
     assert seen == list(range(first, last + 1)), f"not {first}..{last}: {seen[:5]}...{seen[-5:]}"
+
+
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]], *, timeout_secs: float = 30.0
+) -> None:
+    """Wait until ``condition()`` holds (checked every few milliseconds; an async one is
+    awaited), failing after ``timeout_secs``: a test waits for what it needs, not a guessed
+    time."""
+
+    async def poll() -> None:
+        while True:
+            held = condition()
+            if not isinstance(held, bool):
+                held = await held
+            if held:
+                return
+            await asyncio.sleep(0.005)
+
+    try:
+        await asyncio.wait_for(poll(), timeout_secs)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"still not true after {timeout_secs} s: {condition}") from None
 
 
 async def put_counter_value(store: DynamoStore, key: str, value: dict[str, Any]) -> None:
@@ -73,9 +98,41 @@ def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]
     )
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The ``aioseq`` command run in this process (``aioseq.cli.main``), its output captured as
+    :func:`aioseq` captures it: the same parsing, commands, messages and exit status, without
+    a Python start-up per call (about a second of CPU). ``tests/integration/test_cli.py``
+    drives the script itself in subprocesses."""
+    from aioseq import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse: a usage error (2), or --help/--version (0)
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["aioseq", *args], code, out.getvalue(), err.getvalue())
+
+
 def cli_table(endpoint: str) -> str:
     """A fresh table made with ``aioseq create-table`` on ``endpoint``; returns its name."""
     name = f"aioseq-cli-{uuid.uuid4().hex[:8]}"
-    created = aioseq("--endpoint-url", endpoint, "--table", name, "create-table")
+    created = run_cli("--endpoint-url", endpoint, "--table", name, "create-table")
     assert created.returncode == 0, created.stderr
     return name
+
+
+class LoopClock:
+    """The running event loop's clock, moved forward by hand (aiolimiter's ``MockLoopTime``):
+    a timer (a batch window, a backoff) comes due when the test says so, however slowly the
+    machine runs. Real time still passes, so network timeouts behave as usual."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._real = loop.time
+        self.offset_secs = 0.0
+
+    def time(self) -> float:
+        return self._real() + self.offset_secs
+
+    def advance(self, secs: float) -> None:
+        self.offset_secs += secs

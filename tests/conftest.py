@@ -8,10 +8,13 @@ README's test command does.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 
 import pytest
+import pytest_asyncio
+from checks import LoopClock
 
 BACKENDS = ("moto", "dynamodb-local")
 
@@ -60,3 +63,12 @@ def aioseq_endpoint(request: pytest.FixtureRequest, backend: str) -> str:
     fixture = "aioseq_moto_server" if backend == "moto" else "aioseq_dynamodb_local"
     server = request.getfixturevalue(fixture)
     return str(server.endpoint_url)
+
+
+@pytest_asyncio.fixture
+async def loop_clock(monkeypatch: pytest.MonkeyPatch) -> LoopClock:
+    """The test's event loop, its clock under the test's hand (:class:`LoopClock`)."""
+    loop = asyncio.get_running_loop()
+    clock = LoopClock(loop)
+    monkeypatch.setattr(loop, "time", clock.time)
+    return clock

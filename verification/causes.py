@@ -128,8 +128,13 @@ class _Attribution:
                 causes[BLOCK_NOT_HANDED_OUT] += 1
             else:
                 candidates[write.process].append(n)
+        documented = DOCUMENTED_CAUSES[self.strategy]
         for process, numbers in candidates.items():
-            gone = self._callers_gone(process, numbers)
+            # The callers gone go to the numbers nothing else explains first: a lost answer the
+            # strategy documents anyway must not use up the caller whose own number needs it.
+            needy = {n for n in numbers if self._answer(self.writes[n]) not in documented}
+            gone = self._callers_gone(process, [n for n in numbers if n in needy])
+            gone.update(self._callers_gone(process, [n for n in numbers if n not in needy]))
             for n in numbers:
                 call = gone.get(n)
                 if call is not None:

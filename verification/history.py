@@ -31,7 +31,9 @@ items stored:
       a call of the writing process was cancelled / failed while the write was on its way (it
       started before the server answered, and ended at most ``late_secs`` before); each such
       call explains one number (the one it would have got), so in a busy process a lost
-      answer is not put down to whichever caller happened to be cancelled meanwhile.
+      answer is not put down to whichever caller happened to be cancelled meanwhile; numbers
+      nothing else explains get those calls first, so a lost answer the strategy documents
+      anyway does not use up the call whose own number needs it.
   ``answer lost``
       the server applied the write, an injected fault lost its answer, and the retry took new
       numbers (an ``ADD`` is not idempotent).

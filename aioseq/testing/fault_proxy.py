@@ -81,6 +81,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -180,6 +181,8 @@ class FaultProxy(Server):
             module doc and :mod:`aioseq.testing.capacity`); ``None``: neither.
         host: the address to listen on; keep the loopback default.
         port: the TCP port; 0 picks a free one.
+        clock: the capacity model's clock, monotonic seconds (a test injects one it moves
+            by hand, so that a bucket refills when the test says, however slow the machine).
     """
 
     def __init__(
@@ -191,13 +194,14 @@ class FaultProxy(Server):
         capacity: CapacityModel | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.target_url = target_url.rstrip("/")
         self.host = host
         self.port = port
         self.on_exchange = on_exchange
         self._capacity = capacity
-        self._ledger: CapacityLedger | None = capacity.ledger() if capacity else None
+        self._ledger: CapacityLedger | None = capacity.ledger(clock=clock) if capacity else None
         self._injected: Counter[str] = Counter()
         self._throttled: Counter[str] = Counter()
         self._requests = 0

@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import pytest
-from checks import assert_distinct, assert_exactly, counter_item, item_count
+from checks import assert_distinct, assert_exactly, counter_item, item_count, until
 
 from aioseq import (
     ConfigurationError,
@@ -150,7 +150,7 @@ async def test_closing_a_store_while_200_callers_wait_loses_nothing(aioseq_endpo
     store = await DynamoStore.open(endpoint_url=aioseq_endpoint, table=setup.table)
     counter = store.atomic_counter("c")
     calls = [asyncio.ensure_future(counter.next()) for _ in range(200)]
-    await asyncio.sleep(0.05)
+    await until(lambda: store.requests["UpdateItem"] > 0)  # the first ADDs are on their way
     await within(15, store.aclose())
     results = await asyncio.gather(*calls, return_exceptions=True)
     assert {type(r) for r in results} <= {int, StoreClosed}, {type(r) for r in results}

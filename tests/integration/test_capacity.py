@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from checks import assert_exactly, counter_item
+from checks import assert_exactly, counter_item, until
 
 from aioseq import (
     ConditionFailed,
@@ -45,11 +45,28 @@ def exchanges() -> list[Exchange]:
     return []
 
 
+class Clock:
+    """A clock that stands still until the test moves it: buckets refill on the test's word."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def proxy_with(
-    endpoint: str, model: CapacityModel, exchanges: list[Exchange] | None = None
+    endpoint: str,
+    model: CapacityModel,
+    exchanges: list[Exchange] | None = None,
+    *,
+    clock: Clock | None = None,
 ) -> FaultProxy:
     return FaultProxy(
-        endpoint, capacity=model, on_exchange=exchanges.append if exchanges is not None else None
+        endpoint,
+        capacity=model,
+        on_exchange=exchanges.append if exchanges is not None else None,
+        clock=clock or Clock(),
     )
 
 
@@ -101,7 +118,8 @@ async def test_a_transaction_over_budget_is_canceled_with_throttling_error_at_it
 ) -> None:
     table = aioseq_store.table.name
     model = CapacityModel(item_wcu_per_sec=10, burst_secs=0.2)  # 2 WCU
-    with proxy_with(aioseq_endpoint, model, exchanges) as proxy:
+    clock = Clock()
+    with proxy_with(aioseq_endpoint, model, exchanges, clock=clock) as proxy:
         async with DynamoStore.open(
             table=aioseq_store.table, endpoint_url=proxy.endpoint_url
         ) as store:
@@ -125,7 +143,7 @@ async def test_a_transaction_over_budget_is_canceled_with_throttling_error_at_it
             assert "hot key" in canceled.value.cancellation_reasons[1]["Message"]
             assert proxy.throttled == {"TransactWriteItems": 1}
             assert await counter_item(aioseq_store, "cold") is None  # nothing was written
-            await asyncio.sleep(0.25)  # 2 WCU again
+            clock.now += 0.25  # 2 WCU again
             await store.call("transact_write_items", TransactItems=items)
     assert await counter_item(aioseq_store, "cold") is not None
     throttled = [e for e in exchanges if e.fault == CAPACITY]
@@ -184,10 +202,16 @@ async def test_the_schedule_decides_first_and_a_lost_answer_over_budget_applies_
     assert await aioseq_store.atomic_counter("c").current() == 1
 
 
+async def _exists(store: DynamoStore, key: str) -> bool:
+    return await counter_item(store, key) is not None
+
+
 async def test_half_the_round_trip_comes_before_the_server_and_half_after(
     aioseq_store: DynamoStore, aioseq_endpoint: str
 ) -> None:
-    model = CapacityModel(round_trip_secs=(0.6, 0.6))
+    # A second each way: the checks below take milliseconds, so they fall inside each half
+    # even on a busy machine; each waits for what it checks, not for a guessed time.
+    model = CapacityModel(round_trip_secs=(2.0, 2.0))
     with FaultProxy(aioseq_endpoint, capacity=model) as proxy:
         async with DynamoStore.open(
             table=aioseq_store.table, endpoint_url=proxy.endpoint_url
@@ -195,13 +219,12 @@ async def test_half_the_round_trip_comes_before_the_server_and_half_after(
             started = time.monotonic()
             write = asyncio.ensure_future(store.atomic_counter("c").next())
             try:
-                await asyncio.sleep(0.15)
+                await until(lambda: proxy.requests == 1)
                 assert await counter_item(aioseq_store, "c") is None  # still on its way there
-                await asyncio.sleep(0.3)
-                assert await counter_item(aioseq_store, "c") is not None  # applied...
+                await until(lambda: _exists(aioseq_store, "c"))  # applied...
                 assert not write.done()  # ...and the answer is on its way back
                 assert await write == 1
-                assert time.monotonic() - started >= 0.6
+                assert time.monotonic() - started >= 2.0
             finally:  # a failed assertion leaves no task behind
                 write.cancel()
                 await asyncio.gather(write, return_exceptions=True)

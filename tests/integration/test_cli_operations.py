@@ -1,4 +1,5 @@
-"""``aioseq set | list | describe | start-after | iam-policy``, driven in subprocesses."""
+"""``aioseq set | list | describe | start-after | iam-policy``, run in-process (``run_cli``;
+``test_cli.py`` drives the script in subprocesses)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from checks import aioseq, cli_table
+from checks import cli_table, run_cli
 
 from aioseq import DynamoStore, TableSpec, iam
 
@@ -19,7 +20,7 @@ def run(aioseq_endpoint: str) -> Any:
     table = cli_table(aioseq_endpoint)
 
     def run(*args: str) -> tuple[int, str, str]:
-        done = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, *args)
+        done = run_cli("--endpoint-url", aioseq_endpoint, "--table", table, *args)
         return done.returncode, done.stdout, done.stderr
 
     run.table = table  # type: ignore[attr-defined]
@@ -113,13 +114,13 @@ async def _drop(endpoint: str, name: str) -> None:
 
 
 def test_start_after_needs_the_table_and_attribute() -> None:
-    assert aioseq("start-after", "k", "--attribute", "id").returncode == 2
-    assert aioseq("start-after", "k", "--table", "orders").returncode == 2
+    assert run_cli("start-after", "k", "--attribute", "id").returncode == 2
+    assert run_cli("start-after", "k", "--table", "orders").returncode == 2
 
 
 @pytest.mark.parametrize("which", ["--runtime", "--admin"])
 def test_iam_policy_prints_the_documented_policy(which: str) -> None:
-    done = aioseq("--table", "orders", "iam-policy", which, "--region", "eu-west-1",
+    done = run_cli("--table", "orders", "iam-policy", which, "--region", "eu-west-1",
                   "--account", "123456789012")  # fmt: skip
     assert done.returncode == 0, done.stderr
     arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
@@ -132,5 +133,5 @@ def test_iam_policy_prints_the_documented_policy(which: str) -> None:
 
 
 def test_iam_policy_needs_one_of_runtime_or_admin() -> None:
-    assert aioseq("iam-policy").returncode == 2
-    assert aioseq("iam-policy", "--runtime", "--admin").returncode == 2
+    assert run_cli("iam-policy").returncode == 2
+    assert run_cli("iam-policy", "--runtime", "--admin").returncode == 2

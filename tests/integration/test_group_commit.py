@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from checks import assert_exactly, item_count
+from checks import LoopClock, assert_exactly, item_count
 
 from aioseq import (
     ConfigurationError,
@@ -182,11 +182,17 @@ async def test_grouped_optimistic_writers_race_and_stay_gapless(aioseq_store: Dy
     assert_exactly(numbers, 1, 400)
 
 
-async def test_a_batch_window_gathers_company_for_a_lone_caller(aioseq_store: DynamoStore) -> None:
-    invoices = aioseq_store.transactional_counter("c", group=GroupCommit(window_secs=0.05))
+async def test_a_batch_window_gathers_company_for_a_lone_caller(
+    aioseq_store: DynamoStore, loop_clock: LoopClock
+) -> None:
+    invoices = aioseq_store.transactional_counter("c", group=GroupCommit(window_secs=10))
     first = asyncio.create_task(invoices.put(invoice))
-    await asyncio.sleep(0.01)  # inside the window
+    for _ in range(3):  # the put, then its flush, which now waits out its window
+        await asyncio.sleep(0)
+    assert aioseq_store.requests["TransactWriteItems"] == 0
     second = asyncio.create_task(invoices.put(invoice))
+    await asyncio.sleep(0)
+    loop_clock.advance(10)  # the window ends
     assert sorted(await asyncio.gather(first, second)) == [1, 2]
     assert aioseq_store.requests["TransactWriteItems"] == 1
 

@@ -9,7 +9,7 @@ import sys
 import uuid
 
 import pytest
-from checks import aioseq, cli_table, counter_item, put_counter_value
+from checks import cli_table, counter_item, put_counter_value, run_cli
 
 from aioseq import (
     AtomicCounter,
@@ -283,22 +283,22 @@ def table(aioseq_endpoint: str) -> str:
 
 def test_the_issues_script(aioseq_endpoint: str, table: str) -> None:
     where = ("--endpoint-url", aioseq_endpoint, "--table", table)
-    run = aioseq(*where, "next", "k2", "--strategy", "allocator", "--stride", "3", "--offset", "2",
-                 "--count", "5")  # fmt: skip
+    run = run_cli(*where, "next", "k2", "--strategy", "allocator", "--stride", "3", "--offset", "2",
+                  "--count", "5")  # fmt: skip
     assert (run.returncode, run.stdout) == (0, "2\n5\n8\n11\n14\n"), run.stderr
     for numbering in (["--stride", "1", "--offset", "2"], ["--stride", "3", "--offset", "1"],
                       ["--stride", "1"], ["--offset", "1"]):  # fmt: skip
-        refused = aioseq(*where, "next", "k2", "--strategy", "allocator", *numbering)
+        refused = run_cli(*where, "next", "k2", "--strategy", "allocator", *numbering)
         assert (refused.returncode, refused.stdout) == (1, ""), numbering
         assert refused.stderr.count("\n") == 1 and "NumberingMismatch" in refused.stderr
         assert "'stride=3 offset=2'" in refused.stderr
     for strategy in ("atomic", "optimistic", "transactional"):
-        refused = aioseq(*where, "next", "k2", "--strategy", strategy)
+        refused = run_cli(*where, "next", "k2", "--strategy", strategy)
         assert (refused.returncode, refused.stdout) == (1, ""), strategy
-    current = aioseq(*where, "current", "k2", "--strategy", "allocator")
+    current = run_cli(*where, "current", "k2", "--strategy", "allocator")
     assert current.stdout == "5\n"  # nothing taken: the counter's value is still 5
     numbered = ("--strategy", "allocator", "--stride", "3", "--offset", "2")
-    again = aioseq(*where, "next", "k2", *numbered)
+    again = run_cli(*where, "next", "k2", *numbered)
     assert again.stdout == "17\n", again.stderr
 
 
@@ -307,12 +307,14 @@ def test_stride_and_offset_are_the_allocators_only(
     aioseq_endpoint: str, table: str, strategy: str
 ) -> None:
     where = ("--endpoint-url", aioseq_endpoint, "--table", table)
-    refused = aioseq(*where, "next", "k", "--strategy", strategy, "--stride", "3")
+    refused = run_cli(*where, "next", "k", "--strategy", strategy, "--stride", "3")
     assert (refused.returncode, refused.stdout) == (2, "")
     assert "allocator" in refused.stderr
-    current = aioseq(*where, "current", "k", "--strategy", strategy)
+    current = run_cli(*where, "current", "k", "--strategy", strategy)
     assert "CounterNotFound" in current.stderr  # nothing was written
-    defaults = aioseq(*where, "next", "k", "--strategy", strategy, "--stride", "1", "--offset", "1")
+    defaults = run_cli(
+        *where, "next", "k", "--strategy", strategy, "--stride", "1", "--offset", "1"
+    )
     assert (defaults.returncode, defaults.stdout) == (0, "1\n"), defaults.stderr
 
 

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from checks import LoopClock
 
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
 from aioseq.errors import StoreClosed, WrongEventLoop
@@ -70,12 +71,16 @@ async def test_waiters_a_flush_leaves_waiting_go_first_in_the_next_one() -> None
     assert flush.batches == [[0, 1, 2], [1, 2], [2]]
 
 
-async def test_a_window_waits_for_company_unless_the_batch_is_full() -> None:
+async def test_a_window_waits_for_company_unless_the_batch_is_full(loop_clock: LoopClock) -> None:
     flush = Recorder()
-    coalescer: Coalescer[int, int] = Coalescer(flush, window_secs=0.05)
+    coalescer: Coalescer[int, int] = Coalescer(flush, window_secs=60)
     first = asyncio.ensure_future(coalescer.submit(1))
-    await asyncio.sleep(0.01)
+    for _ in range(3):  # the submit, then its flush, which now waits out its window
+        await asyncio.sleep(0)
+    assert not flush.batches
     second = asyncio.ensure_future(coalescer.submit(2))
+    await asyncio.sleep(0)
+    loop_clock.advance(60)  # the window ends
     assert list(await asyncio.gather(first, second)) == [10, 20]
     assert flush.batches == [[1, 2]]  # the window gathered both
     full: Coalescer[int, int] = Coalescer(Recorder(), max_batch=1, window_secs=10)

@@ -253,6 +253,24 @@ def test_callers_gone_are_matched_to_the_numbers_they_can_explain() -> None:
     assert report.ok, report.problems
 
 
+def test_a_lost_answer_explained_anyway_does_not_use_up_a_cancelled_caller() -> None:
+    # The soak's flake: a caller cancelled while its ADD (2) was answered; meanwhile another
+    # task's ADD (1) lost its answer to a fault, and its retry got 3. The fault explains 1
+    # (atomic documents it), so the cancelled caller must be left for 2, which it alone explains.
+    history = history_of(
+        call(None, 0.0, 0.1, error="CancelledError"),
+        call(range(3, 4), 0.0, 0.3),
+        wire=(
+            lost(range(1, 2), at=0.05),
+            delivered(range(2, 3), at=0.08),
+            delivered(range(3, 4), at=0.2),
+        ),
+    )
+    report = history.check("atomic", "c", top=3)
+    assert report.gaps == {ANSWER_LOST: 1, CALLER_CANCELLED: 1}
+    assert report.ok, report.problems
+
+
 def test_a_failed_put_explains_its_own_item_and_nothing_else() -> None:
     # The failed put's item is found by its payload; it cannot also explain another item.
     history = history_of(
