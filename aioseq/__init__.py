@@ -9,7 +9,8 @@ Open one :class:`DynamoStore` for the life of the application and make counters 
 
 from importlib.metadata import PackageNotFoundError, version
 
-# the store: one pooled client, one table
+# the store: one pooled client, one table, one shared object per counter key
+from aioseq._registry import StoreStatistics as StoreStatistics
 from aioseq._store import DynamoStore as DynamoStore
 
 # configuration
@@ -108,6 +109,7 @@ __all__ = [
     "StatisticsObserver",
     "StoreClosed",
     "StoreError",
+    "StoreStatistics",
     "TableNotFound",
     "TableSpec",
     "Throttled",

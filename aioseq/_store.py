@@ -14,7 +14,7 @@ import logging
 import os
 import weakref
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -23,6 +23,7 @@ from aiobotocore.config import AioConfig
 from botocore.exceptions import BotoCoreError, NoRegionError
 
 from aioseq._protocols import Closeable
+from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
 from aioseq._transport import NO_CREDENTIALS, Transport
 from aioseq._values import (
@@ -33,7 +34,7 @@ from aioseq._values import (
     check_seconds,
 )
 from aioseq.allocator import BlockAllocator
-from aioseq.config import DEFAULT_TABLE_NAME, RetryPolicy, TableSpec
+from aioseq.config import DEFAULT_TABLE_NAME, GroupCommit, RetryPolicy, TableSpec
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError
 from aioseq.observe import Observer
 from aioseq.strategies.counter import AtomicCounter
@@ -60,6 +61,11 @@ LOCAL_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
 #: Seconds between two ``DescribeTable`` polls while a new table is not ``ACTIVE`` yet.
 TABLE_POLL_SECS = 0.5
+#: The default ``idle_secs``: a shared object unused for 5 minutes is dropped (one conditional
+#: write per dropped allocator; a key used at least every few minutes is never dropped).
+DEFAULT_IDLE_SECS = 300.0
+#: The most objects :meth:`DynamoStore.aclose` closes at once (each at most one write).
+CLOSES_IN_FLIGHT = 32
 
 
 def _factory(
@@ -68,12 +74,36 @@ def _factory(
     """A factory method of :class:`DynamoStore` that makes ``cls`` on the store, with
     ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
     through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
-    ``__signature__`` copied from ``cls`` (without its ``store``)."""
+    ``__signature__`` copied from ``cls`` (without its ``store``).
+
+    The method returns the object the store shares for the counter key (see
+    :mod:`aioseq._registry`): the arguments of a later call are compared with the first
+    call's as given (a tuple and a dict compared: no signature binding on the way), and only
+    when they differ as the options they mean, defaults filled in."""
+    signature = inspect.signature(cls)
+
+    def options(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        bound = signature.bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        found = dict(list(bound.arguments.items())[2:])  # not the store, not the key
+        if found.get("group") is True:  # group=True means GroupCommit(): one option, one value
+            found["group"] = GroupCommit()
+        return found
 
     def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return cls(self, *args, **kwargs)
+        shared = self._shared
+        if len(args) == 1:
+            key = args[0]
+            if not kwargs:  # the per-request call, store.block_allocator(key): one look-up
+                entry = shared.entries.get((name, key))
+                if entry is not None and entry.args == args and not entry.kwargs:
+                    obj = entry.obj
+                    if not obj._closed:
+                        return obj  # type: ignore[return-value]
+        else:  # the key passed by keyword: bind to find it (a wrong call raises TypeError)
+            key = list(signature.bind(None, *args, **kwargs).arguments.values())[1]
+        return shared.get(name, key, args, kwargs, self, cls, options)  # type: ignore[type-var]
 
-    signature = inspect.signature(cls)
     own = list(signature.parameters.values())[1:]  # the store is ``self``
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     make.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -81,9 +111,16 @@ def _factory(
     )
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (
-        f"A :class:`~aioseq.{cls.__name__}` on this store, remembered by it (closed by"
-        f" :meth:`aclose`): ``store.{name}(...)`` is ``{cls.__name__}(store, ...)``, with the"
-        f" same parameters, errors and guarantees."
+        f"The :class:`~aioseq.{cls.__name__}` this store shares for the counter key: made as"
+        f" ``{cls.__name__}(store, ...)`` (same parameters, errors and guarantees) on the first"
+        f" call, and the same object on every later call with that key and those options, so"
+        f" code that calls ``store.{name}(key)`` per request shares one object. Another call"
+        f" with that key and other options raises :class:`~aioseq.ConfigurationError`. From"
+        f" another event loop, a new key raises :class:`~aioseq.WrongEventLoop` here and a"
+        f" shared object at its first call. An object unused for the"
+        f" store's ``idle_secs`` is dropped (see :class:`DynamoStore`); the store closes what"
+        f" it made in :meth:`aclose`. ``{cls.__name__}(store, ...)`` itself makes a private"
+        f" object."
     )
     return make
 
@@ -120,9 +157,25 @@ class DynamoStore:
         client: an open aiobotocore DynamoDB client.
         table: the table's name, or its full :class:`~aioseq.config.TableSpec`.
         retry_policy: how strategies made from this store retry.
-        observer: an :class:`~aioseq.observe.Observer` that every request, retry, refill and
-            wasted number of this store and its counters is reported to (default: none). With
-            one set, item requests ask for ``ReturnConsumedCapacity=TOTAL``.
+        observer: an :class:`~aioseq.observe.Observer` that every request, retry, refill,
+            wasted number and dropped idle object of this store and its counters is reported
+            to (default: none). With one set, item requests ask for
+            ``ReturnConsumedCapacity=TOTAL``.
+        idle_secs: how long, in seconds, an object the factories share may go unused before
+            the store drops it (default :data:`DEFAULT_IDLE_SECS`, 5 minutes; ``None``: never).
+            The store looks every ``idle_secs``, so an object is dropped between ``idle_secs``
+            and ``2 * idle_secs`` after its last use, with no call needed. A dropped block
+            allocator first gives its unused numbers back (one conditional ``UpdateItem``, as
+            on close); a dropped counter forgets the counter item it last saw. A caller that
+            still holds a dropped object may go on using it; the next factory call makes a
+            fresh one. So a service with a key per tenant holds only the keys in use.
+
+    **One object per key.** ``store.block_allocator(key)``, ``store.atomic_counter(key)``,
+    ``store.transactional_counter(key)``, ``store.sort_key_counter(partition)`` and
+    ``store.optimistic_counter(key)`` return the object this store shares for that key and
+    those options, so code that calls them per request (an invoice number per tenant in a
+    request handler) shares one block and one group commit. Constructing a class directly
+    (``BlockAllocator(store, key)``) makes a private object.
     """
 
     def __init__(
@@ -132,13 +185,21 @@ class DynamoStore:
         *,
         retry_policy: RetryPolicy | None = None,
         observer: Observer | None = None,
+        idle_secs: float | None = DEFAULT_IDLE_SECS,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        self._start(Transport(client, observer=observer, table_name=spec.name), spec, retry_policy)
+        transport = Transport(client, observer=observer, table_name=spec.name)
+        self._start(transport, spec, retry_policy, idle_secs)
 
     def _start(
-        self, transport: Transport, table: TableSpec, retry_policy: RetryPolicy | None
+        self,
+        transport: Transport,
+        table: TableSpec,
+        retry_policy: RetryPolicy | None,
+        idle_secs: float | None,
     ) -> None:
+        if idle_secs is not None:
+            check_seconds(idle_secs, "idle_secs")
         self.transport = transport
         self.client = transport.client
         self.table = table
@@ -150,6 +211,9 @@ class DynamoStore:
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.
         self._made: weakref.WeakSet[Closeable] = weakref.WeakSet()
+        self._made_peak = 0
+        #: The objects the factories share, one per factory and key.
+        self._shared = Registry(idle_secs, self.observer, after_sweep=self._shrink_made)
 
     @classmethod
     def _owning(
@@ -157,10 +221,11 @@ class DynamoStore:
         transport: Transport,
         table: TableSpec,
         retry_policy: RetryPolicy | None,
+        idle_secs: float | None,
     ) -> DynamoStore:
         """A store over a transport that owns its client (:meth:`open`)."""
         store = cls.__new__(cls)
-        store._start(transport, table, retry_policy)
+        store._start(transport, table, retry_policy, idle_secs)
         return store
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -177,6 +242,7 @@ class DynamoStore:
         retry_policy: RetryPolicy | None = None,
         session: aioboto3.Session | None = None,
         observer: Observer | None = None,
+        idle_secs: float | None = DEFAULT_IDLE_SECS,
     ) -> _Opening:
         """Open an aioboto3 session and one DynamoDB client that this store owns.
 
@@ -198,6 +264,7 @@ class DynamoStore:
             retry_policy: see :class:`~aioseq.config.RetryPolicy`.
             session: an aioboto3 session to make the client from (default: a new one).
             observer: see :class:`DynamoStore` and :mod:`aioseq.observe`.
+            idle_secs: see :class:`DynamoStore`.
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -208,6 +275,8 @@ class DynamoStore:
                 missing (and no endpoint is configured) or malformed, or no credentials for AWS.
         """
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
+        if idle_secs is not None:
+            check_seconds(idle_secs, "idle_secs")
         check_seconds(connect_timeout_secs, "connect_timeout_secs")
         check_seconds(read_timeout_secs, "read_timeout_secs")
         if endpoint_url is not None:
@@ -256,7 +325,7 @@ class DynamoStore:
                 await stack.aclose()
                 raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
             transport = Transport(client, owner=stack, observer=observer, table_name=spec.name)
-            return DynamoStore._owning(transport, spec, retry_policy)
+            return DynamoStore._owning(transport, spec, retry_policy, idle_secs)
 
         return _Opening(open_store)
 
@@ -294,6 +363,7 @@ class DynamoStore:
     async def _close(self, timeout_secs: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_secs
+        await self._shared.aclose()
         made = list(self._made)
         # Allocators first, together: their give-back goes through their atomic counter, which
         # must still be open; then every counter, together. A close that outlasts the deadline
@@ -306,6 +376,10 @@ class DynamoStore:
                 await asyncio.wait_for(_close_all(phase), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
                 log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
+                for thing in phase:  # never reached its close: its numbers count as wasted
+                    abandon = getattr(thing, "_abandon", None)
+                    if abandon is not None:
+                        abandon()
         await self.transport.aclose(deadline=deadline)
 
     def _adopt(self, thing: Closeable) -> None:
@@ -316,6 +390,16 @@ class DynamoStore:
         """
         self._check_open()
         self._made.add(thing)
+
+    def _shrink_made(self) -> None:
+        """Rebuild the set of what this store made once it holds under a quarter of its
+        peak (a set keeps the room of its largest size: 100,000 keys dropped would otherwise
+        keep megabytes)."""
+        size = len(self._made)
+        self._made_peak = max(self._made_peak, size)
+        if self._made_peak > 1024 and size < self._made_peak // 4:
+            self._made = weakref.WeakSet(self._made)
+            self._made_peak = size
 
     def _check_open(self) -> None:
         if self._closed:
@@ -349,6 +433,12 @@ class DynamoStore:
     sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
     transactional_counter = _factory(TransactionalCounter, "transactional_counter")
     block_allocator = _factory(BlockAllocator, "block_allocator")
+
+    def statistics(self) -> StoreStatistics:
+        """A frozen snapshot of the objects this store shares per key: how many live, how many
+        were dropped idle, and the numbers the block allocators reserved, handed out, gave
+        back and wasted (see :class:`~aioseq.StoreStatistics`)."""
+        return self._shared.statistics()
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -494,8 +584,16 @@ def _is_allocator(thing: object) -> bool:
 
 
 async def _close_all(things: list[Closeable]) -> None:
-    """Close ``things`` at once; one that fails is logged and does not stop the others."""
-    results = await asyncio.gather(*(thing.aclose() for thing in things), return_exceptions=True)
+    """Close ``things`` together, at most :data:`CLOSES_IN_FLIGHT` at once (an allocator's
+    close sends one conditional write); one that fails is logged and does not stop the
+    others."""
+    turns = asyncio.Semaphore(CLOSES_IN_FLIGHT)
+
+    async def close(thing: Closeable) -> None:
+        async with turns:
+            await thing.aclose()
+
+    results = await asyncio.gather(*(close(thing) for thing in things), return_exceptions=True)
     for thing, result in zip(things, results, strict=True):
         if isinstance(result, Exception):  # e.g. a give-back to a table deleted already
             log.warning("closing %r failed: %r", thing, result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from _thread import get_ident
 from collections import deque
 from collections.abc import Callable
@@ -465,6 +466,65 @@ class BlockAllocator:
                     self._returned,
                     self._wasted,
                 )
+
+    # --- shared by the store (one object per key) ------------------------------------------
+
+    def _activity(self) -> tuple[int, ...]:
+        """What changes whenever this allocator is used (its store compares two of these to
+        tell an idle allocator); reading it costs the hot path nothing."""
+        return (self._next_k, self._end_k, self._refills, self._refills_waited, self._spare_count)
+
+    def _busy(self) -> bool:
+        """A refill in flight, or callers waiting for one."""
+        return self._coalescer.flushing or bool(self._waiting)
+
+    async def _evict(self) -> tuple[int, int]:
+        """The store drops this idle allocator: give the unused tail back (the conditional
+        write of :meth:`aclose`) and let go of every block, staying usable (a caller that
+        still holds it refills on its next call). Returns ``(returned, wasted)``.
+
+        The blocks are let go of before the write is awaited, so a ``next()`` meanwhile
+        refills instead of taking a number that is being given back."""
+        if self._closed or self._busy():
+            return 0, 0
+        tail = self._tail()
+        held = self.available
+        self._next_k = self._end_k = self._spare_count = 0
+        self._spare.clear()
+        self._blocks_changed()
+        returned = 0
+        try:
+            if tail is not None and await self._counter.give_back(tail):
+                returned = len(tail)
+        except Exception as exc:  # the numbers are counted as wasted, not lost silently
+            log.warning(
+                "block allocator %r: giving back %d numbers failed: %r", self.key, held, exc
+            )
+        finally:  # a give-back cut off (the store closing) counts as wasted too
+            self._returned += returned
+            self._waste(held - returned, "evicted")
+        return returned, held - returned
+
+    def _abandon(self) -> None:
+        """Closed without a word to DynamoDB (the store's close ran out of time before it got
+        here): the numbers held are counted as wasted."""
+        self._closed = self._close_finished = True
+        self._thread = None
+        self._abandon_blocks()
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        if getattr(self, "_closed", True):  # closed, or its __init__ refused its arguments
+            return
+        held = self._end_k - self._next_k + self._spare_count
+        if held > 0:
+            _warn(
+                f"BlockAllocator({self.key!r}) was garbage-collected holding {held} reserved"
+                " numbers it never handed out nor gave back: close it (await aclose(), or its"
+                " store's), or take it from the store's block_allocator(), which shares one"
+                " per key",
+                ResourceWarning,
+                source=self,
+            )
 
     def _tail(self) -> range | None:
         """The unused counter values that end at the counter's top, if we hold any."""

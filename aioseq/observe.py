@@ -11,6 +11,7 @@ observer=...)``) and every counter and allocator made from that store reports to
 - :meth:`Observer.on_refill`: each block a :class:`~aioseq.BlockAllocator` reserves (or fails
   to), with its latency and how many callers waited for it.
 - :meth:`Observer.on_waste`: numbers a block allocator reserved and will never hand out.
+- :meth:`Observer.on_evict`: a store dropped an object nobody had used for ``idle_secs``.
 
 The hooks are called at the single places where these things happen (``DynamoStore.call``,
 the retry loop, the allocator's refill), synchronously, on the event loop: keep them fast and
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
 
 __all__ = [
+    "EvictEvent",
     "ObservedStatistics",
     "Observer",
     "OpenTelemetryObserver",
@@ -60,8 +62,10 @@ E = TypeVar("E")
 #: could no longer be told when it was resent (more writes followed it than the counter item
 #: remembers), so its numbers may have been taken and not handed out (optimistic, gapless);
 #: ``"cancelled"``: numbers a block allocator had given to a caller that was cancelled in the
-#: instant between being served and resuming, so it never took them.
-WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved", "cancelled"]
+#: instant between being served and resuming, so it never took them; ``"evicted"``: numbers an
+#: idle block allocator held when its store dropped it and could not give back (another writer
+#: had reserved after them).
+WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved", "cancelled", "evicted"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,24 @@ class WasteEvent:
     reason: WasteReason
 
 
+@dataclass(frozen=True)
+class EvictEvent:
+    """A store dropped the object it shared for a counter key, idle for ``idle_secs`` at least
+    (see :class:`~aioseq.DynamoStore`'s ``idle_secs``).
+
+    Attributes:
+        counter_key: the counter key.
+        kind: the factory that made it (``"block_allocator"``, ``"atomic_counter"``, ...).
+        returned: numbers an allocator gave back to its counter (one conditional write).
+        wasted: numbers an allocator held and could not give back.
+    """
+
+    counter_key: str
+    kind: str
+    returned: int
+    wasted: int
+
+
 class Observer(Protocol):
     """What aioseq reports to. Subclass it and override the hooks you need; the others do
     nothing. Hooks run synchronously on the event loop: keep them fast and non-blocking."""
@@ -163,6 +185,10 @@ class Observer(Protocol):
 
     def on_waste(self, event: WasteEvent) -> None:
         """A block allocator wasted numbers."""
+        return None
+
+    def on_evict(self, event: EvictEvent) -> None:
+        """A store dropped an idle object it shared for a key."""
         return None
 
 
@@ -192,6 +218,7 @@ class ObservedStatistics:
         failed_refills: refills that failed.
         refill_secs: total refill latency, in seconds; ``max_refill_secs`` the longest.
         wasted: wasted numbers by :data:`WasteReason`.
+        evictions: idle objects dropped by their store.
     """
 
     requests: Mapping[str, int] = field(default_factory=dict)
@@ -205,6 +232,7 @@ class ObservedStatistics:
     refill_secs: float = 0.0
     max_refill_secs: float = 0.0
     wasted: Mapping[str, int] = field(default_factory=dict)
+    evictions: int = 0
 
 
 class StatisticsObserver(Observer):
@@ -221,6 +249,7 @@ class StatisticsObserver(Observer):
         self._refills = self._failed_refills = 0
         self._refill_secs = self._max_refill_secs = 0.0
         self._wasted: Counter[str] = Counter()
+        self._evictions = 0
 
     def on_request(self, event: RequestEvent) -> None:
         self._requests[event.operation] += 1
@@ -245,6 +274,9 @@ class StatisticsObserver(Observer):
     def on_waste(self, event: WasteEvent) -> None:
         self._wasted[event.reason] += event.numbers
 
+    def on_evict(self, event: EvictEvent) -> None:
+        self._evictions += 1
+
     def statistics(self) -> ObservedStatistics:
         """A frozen snapshot of the sums so far."""
         return ObservedStatistics(
@@ -259,6 +291,7 @@ class StatisticsObserver(Observer):
             refill_secs=self._refill_secs,
             max_refill_secs=self._max_refill_secs,
             wasted=dict(self._wasted),
+            evictions=self._evictions,
         )
 
 
@@ -308,6 +341,11 @@ class OpenTelemetryObserver(Observer):
             unit="{number}",
             description="numbers a block allocator reserved and will never hand out",
         )
+        self._evictions = meter.create_counter(
+            "aioseq.evictions",
+            unit="{object}",
+            description="idle shared objects a store dropped, by kind",
+        )
 
     def on_request(self, event: RequestEvent) -> None:
         attributes: dict[str, Any] = {"operation": event.operation, "table": event.table}
@@ -325,3 +363,6 @@ class OpenTelemetryObserver(Observer):
 
     def on_waste(self, event: WasteEvent) -> None:
         self._wasted.add(event.numbers, {"reason": event.reason})
+
+    def on_evict(self, event: EvictEvent) -> None:
+        self._evictions.add(1, {"kind": event.kind})

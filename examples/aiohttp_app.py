@@ -3,11 +3,12 @@
 Run it against DynamoDB Local::
 
     AWS_ENDPOINT_URL=http://127.0.0.1:8000 AIOSEQ_CREATE_TABLE=1 python -m examples.aiohttp_app
-    curl -X POST 127.0.0.1:8080/orders -H 'content-type: application/json' \\
+    curl -X POST 127.0.0.1:8080/tenants/acme/orders -H 'content-type: application/json' \\
         -d '{"customer": "ada", "total": "12.50"}'
 
-A ``cleanup_ctx`` opens one ``DynamoStore`` for the application's life; see ``orders.py`` for
-the order book, the choice of strategy and the HTTP statuses of aioseq's errors.
+A ``cleanup_ctx`` opens one ``DynamoStore`` for the application's life; the handler asks it for
+the tenant's counter on every request (the store shares one object per counter key). See
+``orders.py`` for the choice of strategy and the HTTP statuses of aioseq's errors.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import ValidationError
 
-from aioseq import AioseqError
-from examples.orders import NewOrder, OrderBook, Settings, http_error, open_order_book
+from aioseq import AioseqError, DynamoStore
+from examples.orders import (
+    ORDER_ID,
+    TENANT,
+    NewOrder,
+    Settings,
+    http_error,
+    open_store,
+    place_order,
+)
 
-ORDERS = web.AppKey("orders", OrderBook)
+STORE = web.AppKey("store", DynamoStore)
 
 
-async def order_book_context(app: web.Application) -> AsyncIterator[None]:
-    """Open the order book (one store) at start-up, close it at cleanup."""
-    async with open_order_book(Settings.from_env()) as orders:
-        app[ORDERS] = orders
+async def store_context(app: web.Application) -> AsyncIterator[None]:
+    """Open the store at start-up, close it at cleanup."""
+    async with open_store(Settings.from_env()) as store:
+        app[STORE] = store
         yield
 
 
@@ -44,19 +53,23 @@ async def aioseq_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 
 async def create_order(request: web.Request) -> web.Response:
-    """``POST /orders``: create an order with the next order number."""
+    """``POST /tenants/{tenant}/orders``: create an order with the tenant's next number."""
+    tenant = request.match_info["tenant"]
     try:
         new = NewOrder.model_validate_json(await request.read())
     except ValidationError as exc:
         return web.json_response({"detail": json.loads(exc.json(include_url=False))}, status=422)
-    order = await request.app[ORDERS].create(new)
+    # The same object for every request of this tenant: one group commit per tenant.
+    store = request.app[STORE]
+    orders = store.transactional_counter(f"orders-{tenant}", max_value=ORDER_ID.max_number)
+    order = await place_order(orders, tenant, new)
     return web.json_response(order.model_dump(mode="json"), status=201)
 
 
 def make_app() -> web.Application:
     app = web.Application(middlewares=[aioseq_errors])
-    app.cleanup_ctx.append(order_book_context)
-    app.router.add_post("/orders", create_order)
+    app.cleanup_ctx.append(store_context)
+    app.router.add_post(f"/tenants/{{tenant:{TENANT}}}/orders", create_order)
     return app
 
 

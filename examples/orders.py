@@ -3,12 +3,21 @@
 - One :class:`~aioseq.DynamoStore` for the application's life, opened at start-up and closed
   at shutdown (FastAPI's lifespan, aiohttp's ``cleanup_ctx``): one pooled client, never one
   per request.
+- Each tenant numbers its own orders: ``POST /tenants/{tenant}/orders``. The handler calls
+  ``store.transactional_counter(f"orders-{tenant}", max_value=...)`` on every request; the
+  store hands back the one object it shares for that counter key, so a tenant's concurrent
+  requests share one group commit and one cached counter item. A tenant seen for the first
+  time gets a new object; one unused for ``idle_secs`` (5 minutes) is dropped. See
+  ``docs/many-counters.md``.
 - Orders are numbered by a **transactional counter** with group commit: the counter and the order
   item are written by one ``TransactWriteItems``, so an order number exists exactly when its
   order does (no number is lost to a crash or a failed request: what accountants and
   customers expect of order numbers), and concurrent requests share transactions (up to 99
   orders per transaction) instead of racing for the counter. If you only need unique,
-  increasing ids and can live with gaps, ``store.block_allocator("orders")`` is far cheaper.
+  increasing ids and can live with gaps, ``store.block_allocator(f"orders-{tenant}")`` is far
+  cheaper.
+- A tenant's orders are stored under the partition key ``orders-{tenant}`` (the counter key),
+  sort key the number: they share an item collection with their counter item (sort key 0).
 - Order ids are ``ORD-0000000042``: :class:`~aioseq.IdFormat` with 10 digits; the counter is
   made with ``max_value`` = the largest id, so it can never hand out a number the format
   cannot hold.
@@ -44,25 +53,30 @@ from aioseq import (
     ServiceUnavailable,
     StoreClosed,
     Throttled,
+    TransactionalCounter,
     TransactionConflict,
     ValidationFailed,
 )
 
 __all__ = [
     "ORDER_ID",
+    "TENANT",
     "HttpError",
     "NewOrder",
     "Order",
-    "OrderBook",
     "Settings",
     "http_error",
-    "open_order_book",
+    "open_store",
+    "place_order",
 ]
 
 log = logging.getLogger("examples.orders")
 
 #: ``ORD-0000000001`` .. ``ORD-9999999999``.
 ORDER_ID = IdFormat(prefix="ORD-", width=10)
+
+#: A tenant in a path: lower-case letters, digits and ``-``, at most 63 characters.
+TENANT = r"[a-z0-9][a-z0-9-]{0,62}"
 
 
 class NewOrder(BaseModel):
@@ -73,8 +87,9 @@ class NewOrder(BaseModel):
 
 
 class Order(NewOrder):
-    """What the service answers: the order with its number and id."""
+    """What the service answers: the order with its tenant, number and id."""
 
+    tenant: str
     number: int
     order_id: str
 
@@ -94,40 +109,34 @@ class Settings:
         )
 
 
-class OrderBook:
-    """Creates orders: each stored with the next order number, gaplessly."""
+async def place_order(orders: TransactionalCounter, tenant: str, new: NewOrder) -> Order:
+    """Store the order under the next number of ``orders`` (one transaction, shared with the
+    orders of the same tenant that arrive at the same time) and return it.
 
-    def __init__(self, store: DynamoStore) -> None:
-        self.orders = store.transactional_counter("orders", max_value=ORDER_ID.max_number)
+    Raises:
+        the errors of :meth:`aioseq.TransactionalCounter.put`; see :func:`http_error`.
+    """
 
-    async def create(self, new: NewOrder) -> Order:
-        """Store the order under the next number (one transaction, shared with the orders
-        that arrive at the same time) and return it.
+    def item(n: int) -> dict[str, Any]:
+        return {
+            "pk": orders.key,  # the tenant's orders and its counter item (sk 0) share a collection
+            "sk": n,
+            "order_id": ORDER_ID.format(n),
+            "customer": new.customer,
+            "total": new.total,
+        }
 
-        Raises:
-            the errors of :meth:`aioseq.TransactionalCounter.put`; see :func:`http_error`.
-        """
-
-        def item(n: int) -> dict[str, Any]:
-            return {
-                "pk": "orders",  # the orders and their counter item (sk 0) share a collection
-                "sk": n,
-                "order_id": ORDER_ID.format(n),
-                "customer": new.customer,
-                "total": new.total,
-            }
-
-        number = await self.orders.put(item)
-        return Order(number=number, order_id=ORDER_ID.format(number), **new.model_dump())
+    number = await orders.put(item)
+    return Order(tenant=tenant, number=number, order_id=ORDER_ID.format(number), **new.model_dump())
 
 
 @asynccontextmanager
-async def open_order_book(settings: Settings) -> AsyncIterator[OrderBook]:
+async def open_store(settings: Settings) -> AsyncIterator[DynamoStore]:
     """Open the store for the application's life (and create the table if asked)."""
     async with DynamoStore.open(table=settings.table) as store:
         if settings.create_table:
             await store.create_table()
-        yield OrderBook(store)
+        yield store
 
 
 @dataclass(frozen=True)

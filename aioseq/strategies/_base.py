@@ -136,6 +136,8 @@ class Strategy:
         self.store = store
         store._adopt(self)
         self._numbers = 0  # numbers handed out
+        self._calls = 0  # requests run under the retry engine, ended
+        self._running = 0  # requests running under the retry engine now
         self._retries: Counter[str] = Counter()
         #: Writes whose answer was lost: resolved by the token ring, counted.
         self._lost = LostAnswers(self.key, store.table, store.observer)
@@ -176,6 +178,25 @@ class Strategy:
         if self._closed or (self.store.closed and not store_closing_ok):
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
         self._binding.check()
+
+    # --- shared by the store (one object per key) ------------------------------------------
+
+    def _activity(self) -> tuple[int, ...]:
+        """What changes whenever this object is used, succeeding or failing (its store
+        compares two of these to tell an idle object)."""
+        return (self._calls, self._numbers)
+
+    def _busy(self) -> bool:
+        """A request running, calls waiting in its group, or a commit in flight."""
+        group = self._group
+        return bool(self._running) or (group is not None and (group.flushing or bool(group.queue)))
+
+    async def _evict(self) -> tuple[int, int]:
+        """The store drops this idle object: it forgets the counter item it last saw (a caller
+        that still holds it reads it again on its next call). No request. Returns ``(0, 0)``:
+        nothing returned, nothing wasted."""
+        self._item.saw(None, known=False)
+        return 0, 0
 
     async def aclose(self) -> None:
         """Refuse new calls (:class:`~aioseq.errors.StoreClosed`); when grouped, let the group
@@ -245,14 +266,19 @@ class Strategy:
         objects with ``max_in_flight``: a group's coalescer already runs one commit at a
         time)."""
         engine = self.store.retry
-        if self._turns is None or self._group is not None:
-            return await engine.run(
-                attempt, classify=classify, retries=self._retries, counter_key=self.key
-            )
-        async with self._turns:
-            return await engine.run(
-                attempt, classify=classify, retries=self._retries, counter_key=self.key
-            )
+        self._running += 1
+        try:
+            if self._turns is None or self._group is not None:
+                return await engine.run(
+                    attempt, classify=classify, retries=self._retries, counter_key=self.key
+                )
+            async with self._turns:
+                return await engine.run(
+                    attempt, classify=classify, retries=self._retries, counter_key=self.key
+                )
+        finally:
+            self._running -= 1
+            self._calls += 1
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number

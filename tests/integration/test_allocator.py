@@ -261,7 +261,7 @@ async def test_statistics_and_repr(aioseq_store: DynamoStore) -> None:
 
 
 async def test_several_allocators_on_one_key_never_collide(aioseq_store: DynamoStore) -> None:
-    allocators = [aioseq_store.block_allocator("k", block_size=7) for _ in range(5)]
+    allocators = [BlockAllocator(aioseq_store, "k", block_size=7) for _ in range(5)]
     numbers = await asyncio.gather(*(a.next() for a in allocators * 100))
     assert_distinct(numbers)
     for allocator in allocators:

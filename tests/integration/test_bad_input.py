@@ -17,11 +17,13 @@ from checks import counter_item, item_count, put_counter_value, record_requests
 
 from aioseq import (
     MAX_NUMBER,
+    AtomicCounter,
     BlockAllocator,
     ConfigurationError,
     CounterValueInvalid,
     DynamoStore,
     NumberOutOfRange,
+    OptimisticCounter,
     SortKeyCounter,
     StoreClosed,
     TableNotFound,
@@ -54,18 +56,20 @@ def make(store: DynamoStore, strategy: str, key: str = "k", **options: Any) -> A
     name, _, group = strategy.partition("+")
     if group:
         options["group"] = True
+    # The classes themselves: private objects, so that several strategies and options on one
+    # key stay apart (the store's factories share one object per key and options).
     if name == "atomic":
-        return store.atomic_counter(key, **options)
+        return AtomicCounter(store, key, **options)
     if name == "allocator":
-        return store.block_allocator(key, **options)
+        return BlockAllocator(store, key, **options)
     if name == "optimistic":
-        return store.optimistic_counter(key, **options)
+        return OptimisticCounter(store, key, **options)
     if name == "optimistic-put":
-        return store.optimistic_counter(key, write="put", **options)
+        return OptimisticCounter(store, key, write="put", **options)
     if name == "sort-key":
-        return store.sort_key_counter(key, **options)
+        return SortKeyCounter(store, key, **options)
     assert name == "transactional"
-    return store.transactional_counter(key, **options)
+    return TransactionalCounter(store, key, **options)
 
 
 def take(counter: Any) -> Awaitable[int]:

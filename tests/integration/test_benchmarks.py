@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from aioseq import DynamoStore
-from benchmarks import defaults
+from benchmarks import defaults, many_keys
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.defaults import sections
 from benchmarks.variants import NAMES, BareVariant, Contender, Place
@@ -122,6 +122,49 @@ async def test_a_planted_duplicate_or_gap_is_reported(aioseq_endpoint: str) -> N
     table = markdown(report, list(rows.values()))
     assert table.count("FAILED") == 2
     assert "1 (allowed)" in table
+
+
+# --- the many-keys benchmark (python -m benchmarks.many_keys) --------------------------------
+
+
+@pytest.mark.slow  # ~30 s on moto: 2,000 keys, each a block and, when dropped, its give-back
+def test_the_many_keys_quick_run_wastes_nothing_and_stays_gapless(
+    tmp_path: Path, aioseq_endpoint: str
+) -> None:
+    arguments = ["--endpoint-url", aioseq_endpoint, "--quick", "--quiet", "--out", str(tmp_path)]
+    assert many_keys.main(arguments) == 0
+
+    report = json.loads((tmp_path / "many_keys.json").read_text())
+    assert report["ok"] is True
+    assert {"date", "machine", "versions", "server", "command", "parameters"} <= set(report)
+    assert report["parameters"]["keys"] == many_keys.QUICK.keys
+    # The checks (behaviour, not speed): every one measured and met.
+    checks = [t for t in report["targets"] if t["check"]]
+    assert [t["section"] for t in checks] == [1, 1, 2, 3, 3]
+    assert all(t["met"] for t in checks), checks
+    # 1: per request and held both took numbers 1..n from their key, one ADD per block.
+    for row in report["allocator_rows"]:
+        assert row["numbers"] >= 1 and row["duplicates"] == row["gaps"] == 0, row
+        assert row["counter_after_close"] == row["numbers"]  # the tail was given back
+        assert 1_000 * row["requests"]["UpdateItem"] / row["numbers"] <= 1_000 / 100 + 1
+    assert {row["mode"] for row in report["allocator_rows"]} == {"per-request", "held"}
+    # 2: gapless, one item per number, the counter at the last number.
+    for row in report["put_rows"]:
+        assert row["numbers"] >= 1 and row["duplicates"] == row["gaps"] == 0, row
+        assert row["mismatched_items"] == 0 and row["counter_after_close"] == row["numbers"]
+    # 3: every key dropped, every number but the one handed out given back.
+    keys = report["many_keys"]
+    assert keys["numbers"] == many_keys.QUICK.keys and keys["not_one"] == 0
+    assert keys["live_keys_after_drain"] == 0
+    assert keys["evictions_after_drain"] >= many_keys.QUICK.keys
+    assert keys["statistics_after_close"]["wasted"] == 0
+    assert keys["statistics_after_close"]["handed_out"] == many_keys.QUICK.keys + 32  # warm-up
+    assert keys["counters_read"] == many_keys.QUICK.keys + 32
+    assert keys["counters_mismatched"] == keys["counter_surplus"] == 0
+    assert keys["resource_warnings"] == 0
+
+    text = (tmp_path / "many_keys.md").read_text()
+    assert "| #" in text and report["command"] in text and "FAILED" not in text
 
 
 # --- the defaults benchmark (python -m benchmarks.defaults) ----------------------------------

@@ -1,5 +1,6 @@
 """The example services (examples/): FastAPI over ASGI, aiohttp with its test client, on the
-serialized moto server, with their lifespan / cleanup_ctx really run."""
+serialized moto server, with their lifespan / cleanup_ctx really run. Each tenant numbers its
+own orders (``POST /tenants/{tenant}/orders``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -34,6 +36,7 @@ from aioseq.errors import AioseqError
 from examples.orders import ORDER_ID, http_error
 
 ORDER_ID_PATTERN = re.compile(r"ORD-\d{10}")
+ORDERS = "/tenants/acme/orders"
 
 
 @pytest.fixture
@@ -50,14 +53,17 @@ async def orders_table(aioseq_endpoint: str, monkeypatch: pytest.MonkeyPatch) ->
             await store.delete_table()
 
 
-async def stored_orders(endpoint: str, table: str) -> dict[int, str]:
-    """The order items in the table: number -> order id."""
+async def stored_orders(endpoint: str, table: str, tenant: str = "acme") -> dict[int, str]:
+    """The tenant's order items in the table: number -> order id."""
     async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
         orders: dict[int, str] = {}
         params = {
             "TableName": table,
             "KeyConditionExpression": "pk = :orders AND sk > :counter",
-            "ExpressionAttributeValues": {":orders": {"S": "orders"}, ":counter": {"N": "0"}},
+            "ExpressionAttributeValues": {
+                ":orders": {"S": f"orders-{tenant}"},
+                ":counter": {"N": "0"},
+            },
         }
         while True:
             page = await store.call("query", **params)
@@ -92,7 +98,7 @@ async def test_fastapi_500_concurrent_orders_get_distinct_numbers(
 ) -> None:
     responses = await asyncio.gather(
         *(
-            fastapi_client.post("/orders", json={"customer": f"c{i}", "total": "12.50"})
+            fastapi_client.post(ORDERS, json={"customer": f"c{i}", "total": "12.50"})
             for i in range(500)
         )
     )
@@ -106,9 +112,14 @@ async def test_fastapi_bad_input_is_422_and_takes_no_number(
     fastapi_client: httpx.AsyncClient,
 ) -> None:
     for body in ({"customer": "", "total": "1"}, {"customer": "a", "total": "-1"}, {}):
-        response = await fastapi_client.post("/orders", json=body)
+        response = await fastapi_client.post(ORDERS, json=body)
         assert response.status_code == 422, body
-    response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+    for tenant in ("Acme", "a_b", "-acme", "a" * 64):  # not a tenant: no counter key made of it
+        response = await fastapi_client.post(
+            f"/tenants/{tenant}/orders", json={"customer": "a", "total": "1"}
+        )
+        assert response.status_code == 422, tenant
+    response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
     assert response.status_code == 201
     assert response.json()["number"] == 1
 
@@ -119,20 +130,17 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
     # An order item that is already there (imported by hand, say): 409, and the counter
     # does not move, so the next order still gets number 1... once the item is gone.
     async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
-        await store.call(
-            "put_item", TableName=orders_table, Item={"pk": {"S": "orders"}, "sk": {"N": "1"}}
-        )
-        response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+        order_1 = {"pk": {"S": "orders-acme"}, "sk": {"N": "1"}}
+        await store.call("put_item", TableName=orders_table, Item=order_1)
+        response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert response.status_code == 409
         assert "already exists" in response.json()["detail"]
-        await store.call(
-            "delete_item", TableName=orders_table, Key={"pk": {"S": "orders"}, "sk": {"N": "1"}}
-        )
-        response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+        await store.call("delete_item", TableName=orders_table, Key=order_1)
+        response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert (response.status_code, response.json()["number"]) == (201, 1)
         # The table deleted under the running service: 500, with nothing inside revealed.
         await store.delete_table()
-    response = await fastapi_client.post("/orders", json={"customer": "a", "total": "1"})
+    response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
     assert (response.status_code, response.json()) == (500, {"detail": "orders are unavailable"})
 
 
@@ -178,14 +186,70 @@ async def test_aiohttp_concurrent_orders_get_distinct_numbers(
     # TestServer runs the app's startup and cleanup_ctx, and listens on 127.0.0.1.
     async with test_utils.TestClient(test_utils.TestServer(make_app())) as client:
         responses = await asyncio.gather(
-            *(
-                client.post("/orders", json={"customer": f"c{i}", "total": "3"})
-                for i in range(count)
-            )
+            *(client.post(ORDERS, json={"customer": f"c{i}", "total": "3"}) for i in range(count))
         )
         assert [r.status for r in responses] == [201] * count
         bodies = [await r.json() for r in responses]
-        bad = await client.post("/orders", json={"customer": "a", "total": "-1"})
+        bad = await client.post(ORDERS, json={"customer": "a", "total": "-1"})
         assert bad.status == 422
         assert (await bad.json())["detail"][0]["loc"] == ["total"]
+        unknown = await client.post("/tenants/Acme/orders", json={"customer": "a", "total": "1"})
+        assert unknown.status == 404  # the route's pattern: no counter key made of it
     check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), count)
+
+
+#: Posts an order (path, JSON body) and returns the status and the JSON answer.
+Post = Callable[[str, dict[str, str]], Awaitable[tuple[int, Any]]]
+
+
+@contextlib.asynccontextmanager
+async def serving(server: str) -> AsyncIterator[Post]:
+    """One of the example services, its lifespan / cleanup_ctx run."""
+    if server == "fastapi":
+        from examples.fastapi_app import app
+
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=manager.app), base_url="http://orders"
+            ) as client,
+        ):
+
+            async def post_httpx(path: str, body: dict[str, str]) -> tuple[int, Any]:
+                response = await client.post(path, json=body)
+                return response.status_code, response.json()
+
+            yield post_httpx
+    else:
+        from examples.aiohttp_app import make_app
+
+        async with test_utils.TestClient(test_utils.TestServer(make_app())) as session:
+
+            async def post_aiohttp(path: str, body: dict[str, str]) -> tuple[int, Any]:
+                response = await session.post(path, json=body)
+                return response.status, await response.json()
+
+            yield post_aiohttp
+
+
+@pytest.mark.parametrize("server", ["fastapi", "aiohttp"])
+async def test_each_tenant_numbers_its_own_orders_gaplessly(
+    server: str, aioseq_endpoint: str, orders_table: str
+) -> None:
+    """Two tenants, N concurrent requests each, interleaved: each tenant's orders are numbered
+    exactly 1..N (one shared counter per tenant, made by the handler's factory call)."""
+    count = 60
+    tenants = ("acme", "globex")
+    async with serving(server) as post:
+        answers = await asyncio.gather(
+            *(
+                post(f"/tenants/{tenant}/orders", {"customer": f"{tenant}-{i}", "total": "1"})
+                for i in range(count)
+                for tenant in tenants
+            )
+        )
+    assert [status for status, _ in answers] == [201] * (count * len(tenants))
+    for tenant in tenants:
+        bodies = [body for _, body in answers if body["tenant"] == tenant]
+        assert {b["customer"] for b in bodies} == {f"{tenant}-{i}" for i in range(count)}
+        check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table, tenant), count)

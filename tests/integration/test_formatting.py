@@ -23,7 +23,7 @@ async def test_check_counter_rejects_a_counter_that_can_outgrow_the_width(
     with pytest.raises(ConfigurationError, match="max_value=999999"):
         order_id.check_counter(aioseq_store.transactional_counter("orders"))
     order_id.check_counter(
-        aioseq_store.transactional_counter("orders", max_value=order_id.max_number)
+        aioseq_store.transactional_counter("bounded-orders", max_value=order_id.max_number)
     )
     order_id.check_counter(999_999)
     with pytest.raises(ConfigurationError):

@@ -24,7 +24,10 @@ from aioseq import (
     CounterWouldMoveBack,
     DynamoStore,
     Numbering,
+    OptimisticCounter,
+    SortKeyCounter,
     TableSpec,
+    TransactionalCounter,
     admin,
     iam,
 )
@@ -119,17 +122,17 @@ async def test_every_request_is_within_the_documented_policy(
             await tickets.current()
     with record.feature("optimistic_counter"):
         for options in ({"write": "update"}, {"write": "put"}, {"group": True}):
-            optimistic = store.optimistic_counter("optimistic", **options)
+            optimistic = OptimisticCounter(store, "optimistic", **options)
             await asyncio.gather(*(optimistic.next() for _ in range(5)))
             await optimistic.current()
     with record.feature("sort_key_counter"):
         await store.sort_key_counter("issues").put()
-        issues = store.sort_key_counter("issues", group=True)
+        issues = SortKeyCounter(store, "issues", group=True)
         await asyncio.gather(*(issues.put({"title": "t"}) for _ in range(5)))
         await issues.current()
     with record.feature("transactional_counter"):
         for options in ({}, {"group": True}, {"item_table": item_table}):
-            invoices = store.transactional_counter("invoices", **options)
+            invoices = TransactionalCounter(store, "invoices", **options)
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()

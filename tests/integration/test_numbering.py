@@ -12,6 +12,8 @@ import pytest
 from checks import cli_table, counter_item, put_counter_value, run_cli
 
 from aioseq import (
+    AtomicCounter,
+    BlockAllocator,
     ConfigurationError,
     CounterValueInvalid,
     DynamoStore,
@@ -55,12 +57,13 @@ async def test_the_first_write_records_the_numbering(aioseq_store: DynamoStore) 
 
 
 async def test_objects_of_one_numbering_share_the_counter(aioseq_store: DynamoStore) -> None:
-    first = aioseq_store.block_allocator("k", stride=3, offset=2, block_size=2, prefetch_at=0)
-    second = aioseq_store.block_allocator("k", stride=3, offset=2, block_size=2, prefetch_at=0)
+    # Two private allocators (the store's factory would share one): as two processes would.
+    first = BlockAllocator(aioseq_store, "k", stride=3, offset=2, block_size=2, prefetch_at=0)
+    second = BlockAllocator(aioseq_store, "k", stride=3, offset=2, block_size=2, prefetch_at=0)
     numbers = [await first.next(), await second.next(), await first.next(), await second.next()]
     assert numbers == [2, 8, 5, 11]
     assert aioseq_store.requests["UpdateItem"] == 2  # the check costs no request of its own
-    one, two = aioseq_store.atomic_counter("a"), aioseq_store.atomic_counter("a")
+    one, two = AtomicCounter(aioseq_store, "a"), AtomicCounter(aioseq_store, "a")
     assert [await one.next(), await two.next()] == [1, 2]
 
 
@@ -98,7 +101,7 @@ async def test_max_value_is_part_of_the_numbering(aioseq_store: DynamoStore) -> 
     await aioseq_store.atomic_counter("k", max_value=100).next_many(3)
     for max_value in (99, 101, 10**38 - 1):  # lower, higher, none: each a mismatch
         with pytest.raises(NumberingMismatch) as caught:
-            await aioseq_store.atomic_counter("k", max_value=max_value).next()
+            await AtomicCounter(aioseq_store, "k", max_value=max_value).next()
         assert_mismatch(
             caught.value,
             Numbering(max_value=100),
@@ -107,7 +110,7 @@ async def test_max_value_is_part_of_the_numbering(aioseq_store: DynamoStore) -> 
     assert await value(aioseq_store, "k") == 3
     # The max_value condition still holds, under the recorded numbering.
     with pytest.raises(NumberOutOfRange):
-        await aioseq_store.atomic_counter("k", max_value=100).next_many(98)
+        await AtomicCounter(aioseq_store, "k", max_value=100).next_many(98)
 
 
 async def test_a_counter_item_from_before_numberings_records_the_first_writers(

@@ -46,8 +46,8 @@ async def test_500_concurrent_callers_get_gapless_distinct_numbers(
 async def test_a_lost_race_is_retried_with_the_value_the_failure_returned(
     aioseq_store: DynamoStore, write: WriteForm
 ) -> None:
-    a = aioseq_store.optimistic_counter("k", write=write)
-    b = aioseq_store.optimistic_counter("k", write=write)
+    a = OptimisticCounter(aioseq_store, "k", write=write)  # two writers, as two processes
+    b = OptimisticCounter(aioseq_store, "k", write=write)
     assert await a.next() == 1
     assert await b.next() == 2  # b reads 1, writes 2; a still believes 1
     reads = aioseq_store.requests["GetItem"]
@@ -57,7 +57,7 @@ async def test_a_lost_race_is_retried_with_the_value_the_failure_returned(
 
 
 async def test_racing_writers_are_counted_and_stay_gapless(aioseq_store: DynamoStore) -> None:
-    counters = [aioseq_store.optimistic_counter("k") for _ in range(4)]
+    counters = [OptimisticCounter(aioseq_store, "k") for _ in range(4)]
     numbers = await asyncio.gather(*(c.next() for c in counters * 50))
     assert_exactly(numbers, 1, 200)
     assert sum(c.statistics().conflicts for c in counters) > 0

@@ -50,8 +50,8 @@ async def test_500_concurrent_puts_are_exactly_1_to_500(aioseq_store: DynamoStor
 
 
 async def test_a_lost_race_is_retried_without_a_gap(aioseq_store: DynamoStore) -> None:
-    a = aioseq_store.transactional_counter("c")
-    b = aioseq_store.transactional_counter("c")
+    a = TransactionalCounter(aioseq_store, "c")  # two writers, as two processes
+    b = TransactionalCounter(aioseq_store, "c")
     assert await a.put(invoice) == 1
     assert await b.put(invoice) == 2  # a still believes the counter is 1
     assert await a.put(invoice) == 3
@@ -60,7 +60,7 @@ async def test_a_lost_race_is_retried_without_a_gap(aioseq_store: DynamoStore) -
 
 
 async def test_racing_writers_stay_gapless(aioseq_store: DynamoStore) -> None:
-    writers = [aioseq_store.transactional_counter("c") for _ in range(4)]
+    writers = [TransactionalCounter(aioseq_store, "c") for _ in range(4)]
     numbers = await asyncio.gather(*(w.put(invoice) for w in writers * 30))
     assert_exactly(numbers, 1, 120)
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 120)
