@@ -11,21 +11,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import aioboto3
-from aiobotocore.config import AioConfig
-from botocore.exceptions import BotoCoreError, NoRegionError
 
+from aioseq._client import open_client
 from aioseq._protocols import Closeable
 from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
-from aioseq._transport import NO_CREDENTIALS, Transport
+from aioseq._transport import Transport
 from aioseq._values import (
     Item,
     check_count,
@@ -54,11 +51,6 @@ T = TypeVar("T")
 
 log = logging.getLogger("aioseq")
 
-#: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
-LOCAL_REGION = "us-east-1"
-#: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
-#: accepts only letters and digits in access key ids).
-LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
 #: Seconds between two ``DescribeTable`` polls while a new table is not ``ACTIVE`` yet.
 TABLE_POLL_SECS = 0.5
 #: The default ``idle_secs``: a shared object unused for 5 minutes is dropped (one conditional
@@ -123,17 +115,6 @@ def _factory(
         f" object."
     )
     return make
-
-
-def configured_endpoint(endpoint_url: str | None = None) -> str | None:
-    """The endpoint that botocore will use: ``endpoint_url``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
-    else ``AWS_ENDPOINT_URL``; ``None`` means AWS itself."""
-    return (
-        endpoint_url
-        or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
-        or os.environ.get("AWS_ENDPOINT_URL")
-        or None
-    )
 
 
 class DynamoStore:
@@ -286,44 +267,14 @@ class DynamoStore:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
 
         async def open_store() -> DynamoStore:
-            aws = session or aioboto3.Session()
-            endpoint = configured_endpoint(endpoint_url)
-            if endpoint is not None and endpoint_url is None:
-                check_endpoint_url(endpoint, "the endpoint in AWS_ENDPOINT_URL(_DYNAMODB)")
-            client_args: dict[str, Any] = {}
-            if endpoint_url:
-                client_args["endpoint_url"] = endpoint_url
-            # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer
-            # SDKs and Lambda set, and what this method's docstring promises.
-            region = region_name or aws.region_name or os.environ.get("AWS_REGION") or None
-            if region is None and endpoint is not None:
-                region = LOCAL_REGION
-            if region is None:
-                raise ConfigurationError(
-                    "no AWS region is configured: pass region_name= (aioseq --region), or set"
-                    " AWS_REGION or AWS_DEFAULT_REGION, or a region in the AWS profile"
-                )
-            check_region(region, "the configured region")
-            credentials = await aws.get_credentials()  # type: ignore[misc]
-            if credentials is None and endpoint is not None:
-                log.info("no AWS credentials found; using dummy ones for %s", endpoint)
-                client_args.update(LOCAL_CREDENTIALS)
-            elif credentials is None:
-                raise ConfigurationError(NO_CREDENTIALS)
-            config = AioConfig(
+            client, stack = await open_client(
+                session=session,
+                endpoint_url=endpoint_url,
+                region_name=region_name,
                 max_pool_connections=max_pool_connections,
-                connect_timeout=connect_timeout_secs,
-                read_timeout=read_timeout_secs,
-                retries={"mode": "standard", "total_max_attempts": 1},
+                connect_timeout_secs=connect_timeout_secs,
+                read_timeout_secs=read_timeout_secs,
             )
-            stack = AsyncExitStack()
-            try:
-                client = await stack.enter_async_context(
-                    aws.client("dynamodb", region_name=region, config=config, **client_args)
-                )
-            except (NoRegionError, ValueError, BotoCoreError) as exc:
-                await stack.aclose()
-                raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
             transport = Transport(client, owner=stack, observer=observer, table_name=spec.name)
             return DynamoStore._owning(transport, spec, retry_policy, idle_secs)
 

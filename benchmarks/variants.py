@@ -37,7 +37,7 @@ import boto3  # type: ignore[import-untyped]
 from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
-from aioseq._store import LOCAL_CREDENTIALS, LOCAL_REGION
+from aioseq._client import LOCAL_CREDENTIALS, LOCAL_REGION
 from aioseq._values import parse_counter
 from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
 

@@ -12,7 +12,7 @@ import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from aioseq._store import configured_endpoint
+from aioseq._client import configured_endpoint
 from aioseq.errors import ConfigurationError
 
 __all__ = ["KINDS", "Endpoint", "ServerUnavailable", "serving", "serving_endpoint"]

@@ -1,0 +1,102 @@
+"""The DynamoDB client a store opens and owns: endpoint, region, credentials and botocore's
+configuration, from the arguments of :meth:`aioseq.DynamoStore.open` and the usual places."""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import aioboto3
+from aiobotocore.config import AioConfig
+from botocore.exceptions import BotoCoreError, NoRegionError
+
+from aioseq._transport import NO_CREDENTIALS
+from aioseq._values import check_endpoint_url, check_region
+from aioseq.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+__all__ = ["LOCAL_CREDENTIALS", "LOCAL_REGION", "configured_endpoint", "open_client"]
+
+log = logging.getLogger("aioseq")
+
+#: Region used with a custom endpoint (DynamoDB Local, moto) when none is configured.
+LOCAL_REGION = "us-east-1"
+#: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
+#: accepts only letters and digits in access key ids).
+LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
+
+
+def configured_endpoint(endpoint_url: str | None = None) -> str | None:
+    """The endpoint that botocore will use: ``endpoint_url``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
+    else ``AWS_ENDPOINT_URL``; ``None`` means AWS itself."""
+    return (
+        endpoint_url
+        or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or None
+    )
+
+
+async def open_client(
+    *,
+    session: aioboto3.Session | None,
+    endpoint_url: str | None,
+    region_name: str | None,
+    max_pool_connections: int,
+    connect_timeout_secs: float,
+    read_timeout_secs: float,
+) -> tuple[DynamoDBClient, AsyncExitStack]:
+    """An open DynamoDB client and the exit stack that closes it (see
+    :meth:`aioseq.DynamoStore.open` for where each setting comes from). botocore's own retries
+    are off (``total_max_attempts=1``): the store's retry engine is the one that runs.
+
+    Raises:
+        ConfigurationError: an endpoint from the environment that is not a URL, a region that
+            is missing (and no endpoint is configured) or malformed, no credentials for AWS,
+            or botocore refusing to make the client.
+    """
+    aws = session or aioboto3.Session()
+    endpoint = configured_endpoint(endpoint_url)
+    if endpoint is not None and endpoint_url is None:
+        check_endpoint_url(endpoint, "the endpoint in AWS_ENDPOINT_URL(_DYNAMODB)")
+    client_args: dict[str, Any] = {}
+    if endpoint_url:
+        client_args["endpoint_url"] = endpoint_url
+    # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer
+    # SDKs and Lambda set, and what this method's docstring promises.
+    region = region_name or aws.region_name or os.environ.get("AWS_REGION") or None
+    if region is None and endpoint is not None:
+        region = LOCAL_REGION
+    if region is None:
+        raise ConfigurationError(
+            "no AWS region is configured: pass region_name= (aioseq --region), or set"
+            " AWS_REGION or AWS_DEFAULT_REGION, or a region in the AWS profile"
+        )
+    check_region(region, "the configured region")
+    credentials = await aws.get_credentials()  # type: ignore[misc]
+    if credentials is None and endpoint is not None:
+        log.info("no AWS credentials found; using dummy ones for %s", endpoint)
+        client_args.update(LOCAL_CREDENTIALS)
+    elif credentials is None:
+        raise ConfigurationError(NO_CREDENTIALS)
+    config = AioConfig(
+        max_pool_connections=max_pool_connections,
+        connect_timeout=connect_timeout_secs,
+        read_timeout=read_timeout_secs,
+        retries={"mode": "standard", "total_max_attempts": 1},
+    )
+    stack = AsyncExitStack()
+    try:
+        client = await stack.enter_async_context(
+            aws.client("dynamodb", region_name=region, config=config, **client_args)
+        )
+    except (NoRegionError, ValueError, BotoCoreError) as exc:
+        await stack.aclose()
+        raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
+    return client, stack
