@@ -385,9 +385,8 @@ async def _wait_until_idle(store: DynamoStore, made: int, bound_secs: float) -> 
     most ``bound_secs``); the time it took.
 
     ``live_keys == 0`` alone is not enough: a sweep takes its idle objects out of the registry
-    first, then gives their numbers back (32 at once), and counts them in ``evictions`` when
-    all are done; a store closed in between cancels the give-backs in flight (their numbers
-    are then neither returned nor counted as wasted)."""
+    first, then gives their numbers back (32 at once), counting each in ``evictions`` when its
+    give-back is done (a store closed meanwhile waits for them)."""
     started = time.perf_counter()
     while True:  # polled: the drops come from the store's sweeper, every idle_secs
         waited = time.perf_counter() - started
@@ -401,7 +400,9 @@ async def many_keys_section(options: Options, endpoint_url: str, quiet: bool = T
     """Section 3: see the module's docstring."""
     n = options.keys
     handed = array("q", bytes(8 * n))  # allocated before the baseline: not part of the growth
-    bound_secs = 4 * options.idle_secs + n / 100
+    # A bound for a stuck sweeper, not a timing: 40 ms per give-back leaves room for a loaded
+    # 2-core machine running the test suite beside it.
+    bound_secs = 4 * options.idle_secs + n / 25
     tracing = options.trace_memory and not tracemalloc.is_tracing()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
