@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from aioseq.allocator import BlockAllocator
 from aioseq.errors import ConfigurationError, WrongEventLoop
 from aioseq.observe import EvictEvent, Observer, notify
 
@@ -105,9 +106,6 @@ class Registry:
         self.evictions = 0
         # What dropped allocators had done when they were dropped.
         self._dropped = [0, 0, 0, 0]  # reserved, handed out, returned, wasted
-
-    def __len__(self) -> int:
-        return len(self.entries)
 
     def get(
         self,
@@ -233,25 +231,20 @@ class Registry:
             self._peak = size
 
     def _count_drop(self, obj: Shareable) -> None:
-        stats = getattr(obj, "statistics", None)
-        found = stats() if callable(stats) else None
-        if found is not None and hasattr(found, "reserved"):
-            self._dropped[0] += found.reserved
-            self._dropped[1] += found.handed_out
-            self._dropped[2] += found.returned
-            self._dropped[3] += found.wasted
+        for i, n in enumerate(_allocator_numbers(obj)):
+            self._dropped[i] += n
 
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
         reserved, handed_out, returned, wasted = self._dropped
         for obj in [*(entry.obj for entry in self.entries.values()), *self._dropping]:
-            stats = getattr(obj, "statistics", None)
-            found = stats() if callable(stats) else None
-            if found is not None and hasattr(found, "reserved"):
-                reserved += found.reserved
-                handed_out += found.handed_out
-                returned += found.returned
-                wasted += found.wasted
+            r, h, g, w = _allocator_numbers(obj)
+            reserved, handed_out, returned, wasted = (
+                reserved + r,
+                handed_out + h,
+                returned + g,
+                wasted + w,
+            )
         return StoreStatistics(
             live_keys=len(self.entries),
             evictions=self.evictions,
@@ -271,6 +264,15 @@ class Registry:
             self._sweeper = None
         if self._sweeping is not None:
             await asyncio.gather(self._sweeping, return_exceptions=True)
+
+
+def _allocator_numbers(obj: object) -> tuple[int, int, int, int]:
+    """An allocator's numbers reserved, handed out, returned and wasted; zeros for a counter
+    (it holds no numbers)."""
+    if not isinstance(obj, BlockAllocator):
+        return 0, 0, 0, 0
+    stats = obj.statistics()
+    return stats.reserved, stats.handed_out, stats.returned, stats.wasted
 
 
 def _shown(options: Mapping[str, Any], names: list[str]) -> str:

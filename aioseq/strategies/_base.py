@@ -265,15 +265,16 @@ class Strategy:
         """Run ``attempt`` under the store's retry engine, in this object's turn (ungrouped
         objects with ``max_in_flight``: a group's coalescer already runs one commit at a
         time)."""
-        engine = self.store.retry
+        run = self.store.retry.run
         self._running += 1
         try:
-            if self._turns is None or self._group is not None:
-                return await engine.run(
+            turns = None if self._group is not None else self._turns
+            if turns is None:
+                return await run(
                     attempt, classify=classify, retries=self._retries, counter_key=self.key
                 )
-            async with self._turns:
-                return await engine.run(
+            async with turns:
+                return await run(
                     attempt, classify=classify, retries=self._retries, counter_key=self.key
                 )
         finally:
