@@ -42,8 +42,9 @@ dist: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# On 8001: 8000 is the DynamoDB endpoint's (DynamoDB Local's default, the moto server in the docs).
 docs-serve: $(VENV)/.installed-docs
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
