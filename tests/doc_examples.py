@@ -33,6 +33,7 @@ import doctest
 import inspect
 import io
 import os
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,20 +134,29 @@ def _teardown(namespace: dict[str, Any]) -> None:
         os.environ.update(run.environ)
 
 
-def run_python(example: Example) -> None:
+def run_python(example: Example) -> str | None:
     """A Python block: run it in the page's namespace, top-level ``await`` allowed, its
-    output captured for the next output block."""
-    __tracebackhide__ = True
+    output captured for the next output block. An exception is a failure whose traceback
+    starts at the page's line (Sybil's own traceback filter cannot cut one that went through
+    the event loop)."""
     run = _page_run(example.namespace)
     source = pad(example.parsed, example.line + example.parsed.line_offset)
     code = compile(
         source, example.path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
-    with contextlib.redirect_stdout(run.output):
-        result = eval(code, example.namespace)  # exec, or a coroutine when the block awaits
-        if inspect.iscoroutine(result):
-            run.loop.run_until_complete(result)
-    example.namespace.pop("__builtins__", None)
+    try:
+        with contextlib.redirect_stdout(run.output):
+            result = eval(code, example.namespace)  # exec, or a coroutine if the block awaits
+            if inspect.iscoroutine(result):
+                run.loop.run_until_complete(result)
+    except Exception as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != example.path:
+            tb = tb.tb_next
+        return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+    finally:
+        example.namespace.pop("__builtins__", None)
+    return None
 
 
 def check_output(example: Example) -> str | None:
