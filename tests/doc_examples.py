@@ -1,8 +1,8 @@
 """The code examples of README.md and docs/*.md, run by Sybil in the test suite.
 
-The root ``conftest.py`` hands :data:`SYBIL` to pytest, so ``make test`` (and plain
-``pytest``) collects every ```` ```python ```` block of those pages as a test item, in page
-order, one namespace per page:
+The root ``conftest.py`` hands :func:`pytest_collect_file` to pytest, so ``make test`` (and
+plain ``pytest``) collects each page as one test item (``README.md::examples``) that runs every
+```` ```python ```` block of the page in order, in one namespace:
 
 - **Python blocks** run as written, top-level ``await`` and ``async with`` included (compiled
   with ``PyCF_ALLOW_TOP_LEVEL_AWAIT``; a coroutine is run on the page's event loop, one
@@ -34,12 +34,16 @@ import inspect
 import io
 import os
 import traceback
+import unittest
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sybil import Example, Sybil
+import pytest
+from sybil import Document, Example, Sybil
 from sybil.evaluators.python import pad
+from sybil.integration.pytest import SybilFile, SybilItem
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
 import aioseq
@@ -170,8 +174,49 @@ def check_output(example: Example) -> str | None:
     return f"the page shows:\n{want}\nthe examples printed:\n{got}"
 
 
+class _Page:
+    """A page's examples, run in order as one test item: its blocks build on each other, so
+    they must run in one process in page order, and pytest-xdist's ``worksteal`` (``make
+    test``) would deal one page's items to several workers. Quacks like the
+    :class:`sybil.Example` that Sybil's pytest item runs; a failure names its line."""
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.path = document.path
+        self.namespace = document.namespace
+        self.line, self.column = 1, 1
+
+    def evaluate(self) -> None:
+        for example in self.document.examples():
+            try:
+                example.evaluate()
+            except unittest.SkipTest:  # <!-- skip: next "reason" -->: the page says why
+                continue
+
+
+class _PageSybil(Sybil):
+    def identify(self, example: Example | _Page) -> str:
+        return "examples" if isinstance(example, _Page) else super().identify(example)
+
+
+class _PageFile(SybilFile):
+    def collect(self) -> Iterator[SybilItem]:
+        for sybil in self.sybils:
+            document = sybil.parse(self.path)
+            self.documents.append(document)
+            yield SybilItem.from_parent(self, sybil=sybil, example=_Page(document))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> _PageFile | None:
+    """The root conftest's hook: one item per page that :data:`SYBIL` parses."""
+    if SYBIL.should_parse(file_path):
+        page: _PageFile = _PageFile.from_parent(parent, path=file_path, sybils=[SYBIL])
+        return page
+    return None
+
+
 #: The pages and how to run them (see the module doc).
-SYBIL = Sybil(
+SYBIL = _PageSybil(
     parsers=[
         CodeBlockParser(language="python", evaluator=run_python),
         CodeBlockParser(language=OUTPUT_LANGUAGE, evaluator=check_output),
