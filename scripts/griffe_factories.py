@@ -9,7 +9,6 @@ with a method: the docstring ``_factory`` writes, and the parameters of the clas
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import griffe
@@ -22,7 +21,8 @@ class Factories(griffe.Extension):
         if pkg.name != "aioseq":
             return
         store = loader.modules_collection.get_member(STORE)
-        runtime = getattr(importlib.import_module("aioseq._store"), "DynamoStore")  # noqa: B009
+        from aioseq._store import DynamoStore as runtime
+
         for name, member in list(store.members.items()):
             value = getattr(member, "value", None)
             if not member.is_attribute or not str(value).startswith("_factory("):
@@ -32,7 +32,7 @@ class Factories(griffe.Extension):
             init = loader.modules_collection.get_member(_class_path(pkg, returned)).members[
                 "__init__"
             ]
-            self_parameter = griffe.Parameter("self", kind=griffe.ParameterKind.positional_only)
+            self_parameter = griffe.Parameter("self", kind=griffe.ParameterKind("positional-only"))
             method = griffe.Function(
                 name,
                 lineno=member.lineno,
