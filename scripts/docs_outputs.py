@@ -18,8 +18,9 @@ the output really did. ``DOCS_OUTPUTS_REFRESH=1`` writes every block anew (fresh
 ``DOCS_OUTPUTS_QUICK=1`` (the check) runs the demos with fewer numbers, all of them masked.
 
 Commands run in this process (``aioseq.cli.main``), stdout and stderr interleaved as a terminal
-shows them, against servers started here: a serialized moto server per session, DynamoDB Local
-on 127.0.0.1:8000 for the demo that names it (run under ``scripts/in-loopback-netns``).
+shows them, against servers started here: a serialized moto server, reset for each session;
+DynamoDB Local on 127.0.0.1:8000 for the demo that names it (run under
+``scripts/in-loopback-netns``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import atexit
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import shlex
@@ -49,6 +51,7 @@ os.environ["COLUMNS"] = "100"
 os.environ["NO_COLOR"] = "1"
 
 _sessions: dict[str, _Session] = {}
+_server: Any = None
 
 
 def _cog() -> Any:
@@ -77,13 +80,16 @@ def _masked(text: str, masks: Sequence[tuple[re.Pattern[str], str]]) -> str:
     return text
 
 
-def run_cli(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[str, int]:
-    """``aioseq ARGV`` in this process: (stdout and stderr interleaved, exit status)."""
+def run_cli(argv: Sequence[str], env: dict[str, str | None] | None = None) -> tuple[str, int]:
+    """``aioseq ARGV`` in this process: (stdout and stderr interleaved, exit status), with the
+    environment variables of ``env`` set (removed where None) for the call."""
     from aioseq import cli
 
     captured = io.StringIO()
+    for handler in logging.root.handlers[:]:  # main() logs to the stderr of its call: this one
+        logging.root.removeHandler(handler)
     saved = {name: os.environ.get(name) for name in env or {}}
-    os.environ.update(env or {})
+    _set_environment(env or {})
     try:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
             try:
@@ -91,12 +97,16 @@ def run_cli(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[str
             except SystemExit as exc:  # argparse: --help (0), a usage error (2)
                 status = exc.code if isinstance(exc.code, int) else 1
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set_environment(saved)
     return captured.getvalue(), status
+
+
+def _set_environment(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _transcript(commands: str, runner: Callable[[Sequence[str]], tuple[str, int]]) -> str:
@@ -162,15 +172,20 @@ def iam_document(**options: Any) -> None:
 
 
 class _Session:
-    """A serialized moto server of its own, started at first use, stopped at exit."""
+    """A fresh serialized moto server: the one server (in a thread, moto's state is the
+    process's), reset when a session begins. A page's sessions run one after the other."""
 
     def __init__(self) -> None:
-        from aioseq.testing import serving
+        global _server
+        if _server is None:
+            from aioseq.testing import SerializedMotoServer
 
-        self._serving = serving("moto")
-        url = self._serving.__enter__()
-        atexit.register(self._serving.__exit__, None, None, None)
-        self.env = {
+            _server = SerializedMotoServer()
+            _server.start()
+            atexit.register(_server.stop)
+        _server.reset()
+        url = _server.endpoint_url
+        self.env: dict[str, str | None] = {
             "AWS_ENDPOINT_URL": url,
             "AWS_ENDPOINT_URL_DYNAMODB": url,
             "AWS_DEFAULT_REGION": "us-east-1",
@@ -184,6 +199,7 @@ class _Session:
 
 def _session(name: str) -> _Session:
     if name not in _sessions:
+        _sessions.clear()  # the server is reset: an earlier session's tables are gone
         _sessions[name] = _Session()
     return _sessions[name]
 
@@ -220,8 +236,13 @@ def put_ids(session: str, table: str, attribute: str, ids: range) -> None:
                 AttributeDefinitions=[{"AttributeName": attribute, "AttributeType": "N"}],
                 BillingMode="PAY_PER_REQUEST",
             )
-            for n in ids:
-                await client.put_item(TableName=table, Item={attribute: {"N": str(n)}})
+            numbers = list(ids)
+            for start in range(0, len(numbers), 25):  # BatchWriteItem's most
+                puts: list[Any] = [
+                    {"PutRequest": {"Item": {attribute: {"N": str(n)}}}}
+                    for n in numbers[start : start + 25]
+                ]
+                await client.batch_write_item(RequestItems={table: puts})
 
     asyncio.run(put())
 
@@ -236,8 +257,9 @@ def demo(server: str) -> None:
     100 numbers per strategy instead of 500: the rows, columns and verdicts are what it checks.
     """
     quick = ["--count", "100"] if os.environ.get("DOCS_OUTPUTS_QUICK") else []
-    if server == "moto":
-        output, status = run_cli(["demo", *quick])
+    if server == "moto":  # the embedded server, whatever endpoint the environment names
+        unset: dict[str, str | None] = {"AWS_ENDPOINT_URL": None, "AWS_ENDPOINT_URL_DYNAMODB": None}
+        output, status = run_cli(["demo", *quick], unset)
     else:
         from aioseq.testing.dynamodb_local import DynamoDBLocal
 
