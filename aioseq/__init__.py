@@ -1,6 +1,7 @@
 """aioseq: ever-increasing sequence numbers from Amazon DynamoDB, for asyncio.
 
-Open one :class:`DynamoStore` for the life of the application and make counters from it::
+Open one [`DynamoStore`][aioseq.DynamoStore] for the life of the application and make counters from
+it::
 
     async with aioseq.DynamoStore.open() as store:
         orders = store.atomic_counter("orders")

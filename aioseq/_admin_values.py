@@ -1,6 +1,6 @@
-"""The pure half of :mod:`aioseq.admin`: the values it returns, its argument checks and its
-arithmetic (what a counter item says, which value a maximum calls for, whether a value fits a
-numbering's limit). No I/O; :mod:`aioseq.admin` sends the requests.
+"""The pure half of [`aioseq.admin`][aioseq.admin]: the values it returns, its argument checks and
+its arithmetic (what a counter item says, which value a maximum calls for, whether a value fits a
+numbering's limit). No I/O; [`aioseq.admin`][aioseq.admin] sends the requests.
 """
 
 from __future__ import annotations
@@ -49,12 +49,13 @@ class CounterInfo:
         key: the counter key (the counter item's partition key value).
         value: the counter's value, a whole number from 0 to ``10**38 - 1`` (with the default
             numbering, the last number handed out).
-        numbering: the :class:`~aioseq.Numbering` recorded in ``aioseq_numbering``, or
+        numbering: the [`Numbering`][aioseq.Numbering] recorded in ``aioseq_numbering``, or
             ``None`` when the counter item has none (the default numbering, or a counter made
             before numberings were recorded).
-        updated_at: when an operator's write (:func:`~aioseq.admin.set_counter`,
-            :func:`~aioseq.admin.ensure_at_least`, :func:`~aioseq.admin.set_numbering`) last
-            moved it (``aioseq_updated_at``, timezone-aware UTC), or ``None`` if none did.
+        updated_at: when an operator's write ([`set_counter()`][aioseq.admin.set_counter],
+            [`ensure_at_least()`][aioseq.admin.ensure_at_least],
+            [`set_numbering()`][aioseq.admin.set_numbering]) last moved it (``aioseq_updated_at``,
+            timezone-aware UTC), or ``None`` if none did.
     """
 
     key: str
@@ -65,7 +66,7 @@ class CounterInfo:
 
 @dataclass(frozen=True)
 class ScanProgress:
-    """How far :func:`~aioseq.admin.scan_maximum` has got, reported after each page.
+    """How far [`scan_maximum()`][aioseq.admin.scan_maximum] has got, reported after each page.
 
     Attributes:
         segments_done: segments scanned to their end.
@@ -87,7 +88,7 @@ Progress = Callable[[ScanProgress], None]
 
 @dataclass
 class ScanTally:
-    """What :func:`~aioseq.admin.scan_maximum` has read so far, all segments together."""
+    """What [`scan_maximum()`][aioseq.admin.scan_maximum] has read so far, all segments together."""
 
     segments: int
     segments_done: int = 0
@@ -140,7 +141,7 @@ def parse_time(found: AttributeValue | None) -> datetime | None:
 
 
 def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str) -> CounterInfo:
-    """The :class:`CounterInfo` of a counter item (AttributeValues).
+    """The [`CounterInfo`][aioseq.CounterInfo] of a counter item (AttributeValues).
 
     Raises:
         CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
@@ -258,7 +259,7 @@ def renumbering(
 #: The condition that the counter item records no numbering with a ``max_value`` of its own:
 #: a value can then be set without knowing that limit. Where one is recorded, the refusal's
 #: ``ALL_OLD`` brings it, and the write is checked against it and sent again pinned to that
-#: exact numbering (:func:`_write_within_limit`).
+#: exact numbering (`_write_within_limit()`).
 NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
 NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
 

@@ -1,5 +1,6 @@
 """The DynamoDB client a store opens and owns: endpoint, region, credentials and botocore's
-configuration, from the arguments of :meth:`aioseq.DynamoStore.open` and the usual places."""
+configuration, from the arguments of [`aioseq.DynamoStore.open()`][aioseq.DynamoStore.open] and the
+usual places."""
 
 from __future__ import annotations
 
@@ -53,8 +54,9 @@ async def open_client(
     read_timeout_secs: float,
 ) -> tuple[DynamoDBClient, AsyncExitStack]:
     """An open DynamoDB client and the exit stack that closes it (see
-    :meth:`aioseq.DynamoStore.open` for where each setting comes from). botocore's own retries
-    are off (``total_max_attempts=1``): the store's retry engine is the one that runs.
+    [`aioseq.DynamoStore.open()`][aioseq.DynamoStore.open] for where each setting comes from).
+    botocore's own retries are off (``total_max_attempts=1``): the store's retry engine is the one
+    that runs.
 
     Raises:
         ConfigurationError: an endpoint from the environment that is not a URL, a region that

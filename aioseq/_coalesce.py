@@ -52,7 +52,7 @@ class LoopBinding:
 
 
 class Waiter(Generic[R, T]):
-    """One caller waiting in a :class:`Coalescer`: its ``request`` and the future it awaits."""
+    """One caller waiting in a `Coalescer`: its ``request`` and the future it awaits."""
 
     __slots__ = ("future", "request")
 
@@ -130,7 +130,7 @@ class Coalescer(Generic[R, T]):
         """Queue ``request`` and wait for the flush that serves it.
 
         Raises:
-            StoreClosed: after :meth:`close`.
+            StoreClosed: after `close()`.
             WrongEventLoop: from another event loop.
             whatever the flush raised for this batch.
         """
@@ -209,7 +209,7 @@ class Coalescer(Generic[R, T]):
 
     async def close(self) -> None:
         """Refuse new callers, let the running flush finish (no other starts), then fail
-        whoever still waits with :class:`~aioseq.errors.StoreClosed`. Idempotent."""
+        whoever still waits with [`StoreClosed`][aioseq.errors.StoreClosed]. Idempotent."""
         self._closed = True
         try:
             await self.wait_idle()

@@ -1,5 +1,5 @@
 """What the strategies and the allocator need of the store they are made on, as a
-``Protocol``: they depend on this, not on :class:`~aioseq.DynamoStore` (which imports them to
+``Protocol``: they depend on this, not on [`DynamoStore`][aioseq.DynamoStore] (which imports them to
 make them), so no import runs back up the layers.
 """
 
@@ -22,7 +22,8 @@ class Closeable(Protocol):
 
 
 class Store(Protocol):
-    """A table, a retry engine and a way to send one request: :class:`~aioseq.DynamoStore`."""
+    """A table, a retry engine and a way to send one request:
+    [`DynamoStore`][aioseq.DynamoStore]."""
 
     @property
     def table(self) -> TableSpec:

@@ -48,7 +48,7 @@ S = TypeVar("S", bound=Shareable)
 
 @dataclass(frozen=True)
 class StoreStatistics:
-    """A snapshot of the objects a :class:`~aioseq.DynamoStore` shares per key.
+    """A snapshot of the objects a [`DynamoStore`][aioseq.DynamoStore] shares per key.
 
     Attributes:
         live_keys: objects shared now (one per factory and key).
@@ -57,7 +57,7 @@ class StoreStatistics:
             their drop).
         handed_out: numbers they handed out.
         returned: numbers they gave back (at a drop, or on close).
-        wasted: numbers they will never hand out (see :data:`~aioseq.observe.WasteReason`).
+        wasted: numbers they will never hand out (see `WasteReason`).
     """
 
     live_keys: int
@@ -187,7 +187,7 @@ class Registry:
     async def sweep(self) -> int:
         """Drop every object that did nothing since the last sweep and has nothing in
         flight (an allocator gives its unused numbers back first, at most
-        :data:`EVICTIONS_IN_FLIGHT` at once); note what the others have done. Returns how many
+        `EVICTIONS_IN_FLIGHT` at once); note what the others have done. Returns how many
         were dropped."""
         idle: list[tuple[tuple[str, object], _Entry]] = []
         for place, entry in self.entries.items():

@@ -1,13 +1,13 @@
-"""The one retry engine: every request aioseq sends runs through :meth:`RetryEngine.run`.
+"""The one retry engine: every request aioseq sends runs through `RetryEngine.run()`.
 
-An engine is built once per :class:`~aioseq.config.RetryPolicy` (the store builds it) and holds
+An engine is built once per [`RetryPolicy`][aioseq.RetryPolicy] (the store builds it) and holds
 tenacity's stop and wait objects (aiodynamo's frozen ``RetryConfig`` with its ``attempts()``
 loop; tenacity's ``AsyncRetrying``). The first attempt goes straight to the request: no retry
 machinery is entered, and nothing is allocated for it, until an attempt has failed. From then
 on tenacity runs the attempts, bounded by the policy, with full-jitter backoff (AWS
 Architecture Blog, "Exponential Backoff And Jitter").
 
-A caller supplies only how to classify a failed attempt (:class:`Verdict`): retry after a
+A caller supplies only how to classify a failed attempt (`Verdict`): retry after a
 backoff, retry at once, or fail. Whatever state carries from one attempt to the next (a value
 learnt from a lost race, a write in flight) lives in the attempt's closure or object.
 """
@@ -79,13 +79,13 @@ def reason(exc: BaseException) -> str:
 
 
 def is_conflict_reason(reason: str) -> bool:
-    """True for a :func:`reason` that is a lost race: a failed condition on the counter item
+    """True for a `reason()` that is a lost race: a failed condition on the counter item
     or the candidate key (alone, or among a transaction's cancellation reasons)."""
     return "ConditionalCheckFailed" in reason
 
 
 class RetryEngine:
-    """Runs attempts under one :class:`~aioseq.config.RetryPolicy`; built once, used by every
+    """Runs attempts under one [`RetryPolicy`][aioseq.RetryPolicy]; built once, used by every
     request of a store (counters, allocators, counter administration, the table's creation and
     its wait).
 
@@ -115,9 +115,9 @@ class RetryEngine:
 
         Parameters:
             attempt: a coroutine function of no arguments: one attempt.
-            classify: the :class:`Verdict` on an attempt's error (default: :func:`transient`).
+            classify: the `Verdict` on an attempt's error (default: `transient()`).
                 Only ``Exception``\\ s are classified: ``CancelledError`` always propagates.
-            retries: if given, each retry is counted here under :func:`reason` of its error.
+            retries: if given, each retry is counted here under `reason()` of its error.
             counter_key: the key of the counter that retries, for the observer and the log.
 
         Returns:
@@ -144,7 +144,7 @@ class RetryEngine:
 
 
 class _Run(Generic[T]):
-    """The retries of one :meth:`RetryEngine.run` after its first attempt failed: tenacity's
+    """The retries of one `RetryEngine.run()` after its first attempt failed: tenacity's
     ``AsyncRetrying`` with this run's classification, the engine's jitter and bounds."""
 
     __slots__ = (

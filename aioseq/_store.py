@@ -2,8 +2,8 @@
 the observer, the transport (one long-lived DynamoDB client, opened here or borrowed from the
 application) and everything made on it (counters, allocators), which it closes with itself; its
 typed factories make the strategies and the allocator. botocore lives in
-:mod:`aioseq._transport`, retries in :mod:`aioseq._retry`, counter administration in
-:mod:`aioseq.admin`.
+`aioseq._transport`, retries in `aioseq._retry`, counter administration in
+[`aioseq.admin`][aioseq.admin].
 """
 
 from __future__ import annotations
@@ -56,20 +56,21 @@ TABLE_POLL_SECS = 0.5
 #: The default ``idle_secs``: a shared object unused for 5 minutes is dropped (one conditional
 #: write per dropped allocator; a key used at least every few minutes is never dropped).
 DEFAULT_IDLE_SECS = 300.0
-#: The most objects :meth:`DynamoStore.aclose` closes at once (each at most one write).
+#: The most objects [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] closes at once (each at most
+#: one write).
 CLOSES_IN_FLIGHT = 32
 
 
 def _factory(
     cls: Callable[Concatenate[DynamoStore, P], T], name: str
 ) -> Callable[Concatenate[DynamoStore, P], T]:
-    """A factory method of :class:`DynamoStore` that makes ``cls`` on the store, with
+    """A factory method of [`DynamoStore`][aioseq.DynamoStore] that makes ``cls`` on the store, with
     ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
     through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
     ``__signature__`` copied from ``cls`` (without its ``store``).
 
     The method returns the object the store shares for the counter key (see
-    :mod:`aioseq._registry`): the arguments of a later call are compared with the first
+    `aioseq._registry`): the arguments of a later call are compared with the first
     call's as given (a tuple and a dict compared: no signature binding on the way), and only
     when they differ as the options they mean, defaults filled in."""
     signature = inspect.signature(cls)
@@ -103,16 +104,17 @@ def _factory(
     )
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (
-        f"The :class:`~aioseq.{cls.__name__}` this store shares for the counter key: made as"
-        f" ``{cls.__name__}(store, ...)`` (same parameters, errors and guarantees) on the first"
-        f" call, and the same object on every later call with that key and those options, so"
-        f" code that calls ``store.{name}(key)`` per request shares one object. Another call"
-        f" with that key and other options raises :class:`~aioseq.ConfigurationError`. From"
-        f" another event loop, a new key raises :class:`~aioseq.WrongEventLoop` here and a"
-        f" shared object at its first call. An object unused for the"
-        f" store's ``idle_secs`` is dropped (see :class:`DynamoStore`); the store closes what"
-        f" it made in :meth:`aclose`. ``{cls.__name__}(store, ...)`` itself makes a private"
-        f" object."
+        f"The [`{cls.__name__}`][aioseq.{cls.__name__}] this store shares for the counter key:"
+        f" made as ``{cls.__name__}(store, ...)`` (same parameters, errors and guarantees) on the"
+        f" first call, and the same object on every later call with that key and those options,"
+        f" so code that calls ``store.{name}(key)`` per request shares one object. Another call"
+        f" with that key and other options raises"
+        f" [`ConfigurationError`][aioseq.errors.ConfigurationError]. From another event loop, a"
+        f" new key raises [`WrongEventLoop`][aioseq.errors.WrongEventLoop] here and a shared"
+        f" object at its first call. An object unused for the store's ``idle_secs`` is dropped"
+        f" (see [`DynamoStore`][aioseq.DynamoStore]); the store closes what it made in"
+        f" [`aclose()`][aioseq.DynamoStore.aclose]. ``{cls.__name__}(store, ...)`` itself makes"
+        f" a private object."
     )
     return make
 
@@ -131,19 +133,21 @@ class DynamoStore:
     - ``DynamoStore(client, table)`` borrows a client the application already has (from
       ``aioboto3.Session().client("dynamodb")``) and never closes it.
 
-    Counters are made from it: :meth:`atomic_counter`, :meth:`optimistic_counter`,
-    :meth:`sort_key_counter`, :meth:`transactional_counter`.
+    Counters are made from it: [`atomic_counter()`][aioseq.DynamoStore.atomic_counter],
+    [`optimistic_counter()`][aioseq.DynamoStore.optimistic_counter],
+    [`sort_key_counter()`][aioseq.DynamoStore.sort_key_counter],
+    [`transactional_counter()`][aioseq.DynamoStore.transactional_counter].
 
     Parameters:
         client: an open aiobotocore DynamoDB client.
-        table: the table's name, or its full :class:`~aioseq.config.TableSpec`.
+        table: the table's name, or its full [`TableSpec`][aioseq.TableSpec].
         retry_policy: how strategies made from this store retry.
-        observer: an :class:`~aioseq.observe.Observer` that every request, retry, refill,
+        observer: an [`Observer`][aioseq.observe.Observer] that every request, retry, refill,
             wasted number and dropped idle object of this store and its counters is reported
             to (default: none). With one set, item requests ask for
             ``ReturnConsumedCapacity=TOTAL``.
         idle_secs: how long, in seconds, an object the factories share may go unused before
-            the store drops it (default :data:`DEFAULT_IDLE_SECS`, 5 minutes; ``None``: never).
+            the store drops it (default `DEFAULT_IDLE_SECS`, 5 minutes; ``None``: never).
             The store looks every ``idle_secs``, so an object is dropped between ``idle_secs``
             and ``2 * idle_secs`` after its last use, with no call needed. A dropped block
             allocator first gives its unused numbers back (one conditional ``UpdateItem``, as
@@ -204,7 +208,7 @@ class DynamoStore:
         retry_policy: RetryPolicy | None,
         idle_secs: float | None,
     ) -> DynamoStore:
-        """A store over a transport that owns its client (:meth:`open`)."""
+        """A store over a transport that owns its client ([`open()`][aioseq.DynamoStore.open])."""
         store = cls.__new__(cls)
         store._start(transport, table, retry_policy, idle_secs)
         return store
@@ -237,15 +241,16 @@ class DynamoStore:
         the only retry policy that runs.
 
         Parameters:
-            table: the table's name or :class:`~aioseq.config.TableSpec`.
+            table: the table's name or [`TableSpec`][aioseq.TableSpec].
             endpoint_url: e.g. ``"http://127.0.0.1:8000"``.
             region_name: e.g. ``"eu-west-1"``.
             max_pool_connections: HTTP connections kept open (>= 1).
             connect_timeout_secs, read_timeout_secs: per request, in seconds.
-            retry_policy: see :class:`~aioseq.config.RetryPolicy`.
+            retry_policy: see [`RetryPolicy`][aioseq.RetryPolicy].
             session: an aioboto3 session to make the client from (default: a new one).
-            observer: see :class:`DynamoStore` and :mod:`aioseq.observe`.
-            idle_secs: see :class:`DynamoStore`.
+            observer: see [`DynamoStore`][aioseq.DynamoStore] and
+                [`aioseq.observe`][aioseq.observe].
+            idle_secs: see [`DynamoStore`][aioseq.DynamoStore].
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -285,7 +290,7 @@ class DynamoStore:
         client stays open). Idempotent; bounded in time; safe to cancel.
 
         In order: new calls on the store and on everything made from it raise
-        :class:`~aioseq.errors.StoreClosed` at once; every block allocator made from it is
+        [`StoreClosed`][aioseq.errors.StoreClosed] at once; every block allocator made from it is
         closed (its refill in flight finishes, its waiting callers get ``StoreClosed``, its
         unused numbers are given back: one conditional ``UpdateItem``); every grouped counter
         lets the group in flight finish and fails the callers still waiting with
@@ -358,7 +363,7 @@ class DynamoStore:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`aclose` has begun."""
+        """True once [`aclose()`][aioseq.DynamoStore.aclose] has begun."""
         return self._closed
 
     async def __aenter__(self) -> DynamoStore:
@@ -377,7 +382,7 @@ class DynamoStore:
     # --- the counters -----------------------------------------------------------------------
 
     # Each factory has its class's own parameters, keyword-only and typed: see
-    # :func:`_factory`. ``store.atomic_counter("orders", max_value=99)`` is
+    # `_factory()`. ``store.atomic_counter("orders", max_value=99)`` is
     # ``AtomicCounter(store, "orders", max_value=99)``, remembered by the store for aclose().
     atomic_counter = _factory(AtomicCounter, "atomic_counter")
     optimistic_counter = _factory(OptimisticCounter, "optimistic_counter")
@@ -388,7 +393,7 @@ class DynamoStore:
     def statistics(self) -> StoreStatistics:
         """A frozen snapshot of the objects this store shares per key: how many live, how many
         were dropped idle, and the numbers the block allocators reserved, handed out, gave
-        back and wasted (see :class:`~aioseq.StoreStatistics`)."""
+        back and wasted (see [`StoreStatistics`][aioseq.StoreStatistics])."""
         return self._shared.statistics()
 
     # --- requests ---------------------------------------------------------------------------
@@ -403,23 +408,24 @@ class DynamoStore:
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """Send one DynamoDB API request (``operation`` as botocore's method name, e.g.
         ``"update_item"``) and return its response: one attempt, no retries (see
-        :meth:`request`).
+        [`request()`][aioseq.DynamoStore.request]).
 
         Raises:
-            StoreClosed: after :meth:`aclose` (with ``maybe_applied`` if the close cut the
-                request off).
+            StoreClosed: after [`aclose()`][aioseq.DynamoStore.aclose] (with ``maybe_applied`` if
+                the close cut the request off).
             StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
         """
         return await self.transport.send(operation, params)
 
     async def request(self, operation: str, **params: Any) -> dict[str, Any]:
-        """:meth:`call` under the store's retry engine: transient errors (throttling, 5xx, a
-        lost connection) are retried as :attr:`retry_policy` allows. For requests that are
-        safe to send twice (reads, table administration, idempotent conditional writes).
+        """[`call()`][aioseq.DynamoStore.call] under the store's retry engine: transient errors
+        (throttling, 5xx, a lost connection) are retried as `retry_policy` allows. For requests that
+        are safe to send twice (reads, table administration, idempotent conditional writes).
 
         Raises:
             RetriesExhausted: transient errors outlasted the retry policy.
-            StoreClosed, StoreError: as :meth:`call`, for errors that are not retried.
+            StoreClosed, StoreError: as [`call()`][aioseq.DynamoStore.call], for errors that are not
+                retried.
         """
         return await self.retry.run(lambda: self.transport.send(operation, params))
 
@@ -440,7 +446,7 @@ class DynamoStore:
         it is ``ACTIVE``. Idempotent: an existing table is checked, not changed.
 
         DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until the table is
-        ``ACTIVE`` (at once, then every :data:`TABLE_POLL_SECS`, at most ``timeout_secs``).
+        ``ACTIVE`` (at once, then every `TABLE_POLL_SECS`, at most ``timeout_secs``).
         Every request runs under the store's retry engine, so a 5xx or a reset is ridden out;
         a ``CreateTable`` whose answer was lost and that is resent finds the table it made
         (``ResourceInUseException``), which counts as existing.
@@ -453,7 +459,7 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: the existing table's key schema is not the one
-                :class:`~aioseq.config.TableSpec` describes; a bad ``timeout_secs``.
+                [`TableSpec`][aioseq.TableSpec] describes; a bad ``timeout_secs``.
             RetriesExhausted: transient errors outlasted the retry policy.
             StoreError: the table did not become active in time, or DynamoDB refused.
         """
@@ -502,13 +508,13 @@ class DynamoStore:
             await self.retry_policy.sleep(TABLE_POLL_SECS)
 
     async def check_table(self) -> None:
-        """Check that the table exists with the key schema of :attr:`table`.
+        """Check that the table exists with the key schema of `table`.
 
         DynamoDB calls: one ``DescribeTable`` (no capacity units).
 
         Raises:
             TableNotFound: the table does not exist.
-            ConfigurationError: its key schema differs from :attr:`table`.
+            ConfigurationError: its key schema differs from `table`.
         """
         spec = self.table
         described = (await self.request("describe_table", TableName=spec.name))["Table"]
@@ -535,7 +541,7 @@ def _is_allocator(thing: object) -> bool:
 
 
 async def _close_all(things: list[Closeable]) -> None:
-    """Close ``things``, at most :data:`CLOSES_IN_FLIGHT` at once (an allocator's close sends
+    """Close ``things``, at most `CLOSES_IN_FLIGHT` at once (an allocator's close sends
     one conditional write), by that many workers taking them in turn: a store with 100,000
     objects starts 32 tasks, not 100,000. One that fails is logged and does not stop the
     others."""
@@ -552,7 +558,8 @@ async def _close_all(things: list[Closeable]) -> None:
 
 
 class _Opening:
-    """What :meth:`DynamoStore.open` returns: await it, or use it with ``async with``."""
+    """What [`DynamoStore.open()`][aioseq.DynamoStore.open] returns: await it, or use it with
+    ``async with``."""
 
     def __init__(self, open_store: Callable[[], Awaitable[DynamoStore]]) -> None:
         self._open_store = open_store

@@ -1,8 +1,8 @@
 """The transport: the one place in aioseq that talks to botocore.
 
-A :class:`Transport` holds one DynamoDB client (borrowed, or owned through an
+A `Transport` holds one DynamoDB client (borrowed, or owned through an
 ``AsyncExitStack``), sends each request it is given once (any number at a time; no retries:
-those are the :class:`~aioseq._retry.RetryEngine`'s), counts the requests sent, maps botocore's
+those are the `RetryEngine`'s), counts the requests sent, maps botocore's
 errors to aioseq's in one table, reports each request to an observer, and on close waits for
 the requests in flight before it closes an owned client (httpx's ``AsyncHTTPTransport`` with its one
 ``map_httpcore_exceptions``; aiodynamo's request callable and ``ERRORS`` table).
@@ -93,8 +93,8 @@ CAPACITY_OPERATIONS = frozenset(
 
 
 def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> StoreError:
-    """Turn a botocore error into the matching aioseq :class:`~aioseq.errors.StoreError`;
-    ``tables`` are the tables the request named (:func:`tables_of`)."""
+    """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError];
+    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of])."""
     if isinstance(error, ClientError):
         response: Mapping[str, Any] = error.response
         code = str(response.get("Error", {}).get("Code", ""))
@@ -183,7 +183,7 @@ class Transport:
     Parameters:
         client: an open aiobotocore DynamoDB client.
         owner: the exit stack that closes the client (the store opened it), or ``None`` for a
-            borrowed client, which :meth:`aclose` leaves open.
+            borrowed client, which `aclose()` leaves open.
         observer: every request is reported to its ``on_request``; item requests then ask
             for ``ReturnConsumedCapacity=TOTAL``.
         table_name: the table named in the observer's events.
@@ -225,15 +225,16 @@ class Transport:
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request (``operation`` as botocore's method name, e.g. ``"update_item"``)
         and return its response. One attempt: retries are the caller's (a
-        :class:`~aioseq._retry.RetryEngine`).
+        `RetryEngine`).
 
         Raises:
             StoreClosed: the transport is closed, or its close cut the request off (then with
                 ``maybe_applied`` set: the request was sent and its fate is unknown).
             ConfigurationError: no credentials.
-            StoreError: a subclass chosen by DynamoDB's error code (:data:`ERRORS`), or
-                :class:`~aioseq.errors.ConnectionFailed` /
-                :class:`~aioseq.errors.EndpointUnreachable`; ``__cause__`` is botocore's.
+            StoreError: a subclass chosen by DynamoDB's error code (`ERRORS`), or
+                [`ConnectionFailed`][aioseq.errors.ConnectionFailed] /
+                [`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]; ``__cause__`` is
+                botocore's.
         """
         if self._closed:
             raise StoreClosed("this DynamoStore is closed")

@@ -39,16 +39,16 @@ MAX_ITEM_BYTES = 400 * 1024
 MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 
 #: The attributes aioseq keeps for itself, so that a lost answer is resolved by checking,
-#: never by guessing (see :mod:`aioseq.strategies._recent_writes`):
+#: never by guessing (see `aioseq.strategies._recent_writes`):
 #:
 #: - ``aioseq_token`` (S) on every item the sort-key strategy stores: the idempotency token of
 #:   the ``put`` call that stored it;
 #: - ``aioseq_writes`` (N) on a counter item: how many conditional writes (optimistic and
 #:   gapless strategies) have moved it;
 #: - ``aioseq_tokens`` (L of S) on a counter item: the tokens of its last
-#:   :data:`RECENT_WRITES` conditional writes, write ``w`` (counting from 0) in slot
-#:   ``w % RECENT_WRITES``.
-#: - ``aioseq_numbering`` (S) on a counter item: the :class:`Numbering` its values are
+#:   [`RECENT_WRITES`][aioseq.config.RECENT_WRITES] conditional writes, write ``w`` (counting
+#:   from 0) in slot ``w % RECENT_WRITES``.
+#: - ``aioseq_numbering`` (S) on a counter item: the [`Numbering`][aioseq.Numbering] its values are
 #:   handed out under, recorded by the first write (``"stride=3 offset=2"``).
 #: - ``aioseq_updated_at`` (S) on a counter item: when an operator's write (``set_counter``,
 #:   ``ensure_at_least``) last moved it, ISO-8601 UTC (``"2025-01-31T12:00:00.000000+00:00"``).
@@ -70,7 +70,7 @@ _TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 
 def check_table_name(name: object, what: str = "table name") -> str:
     """A DynamoDB table name: 3 to 255 of ``A-Z a-z 0-9 _ - .``.
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    Raises [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
         raise ConfigurationError(
             f"{what} must be a str of 3 to 255 characters among A-Z a-z 0-9 _ - .: {name!r}"
@@ -82,7 +82,7 @@ def check_attribute_name(name: object, what: str = "attribute name") -> str:
     """An attribute name: a non-empty ``str`` of at most 255 UTF-8 bytes (DynamoDB's limit for
     key attributes). Any characters are fine: aioseq passes names only through
     ``ExpressionAttributeNames``, never into an expression's text.
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    Raises [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if not isinstance(name, str):
         raise ConfigurationError(f"{what} must be a str, not {type(name).__name__}")
     try:
@@ -98,7 +98,7 @@ def check_attribute_name(name: object, what: str = "attribute name") -> str:
 
 def check_seconds(value: object, what: str) -> float:
     """A duration in seconds: a finite number > 0 (``bool``, NaN and infinity are not).
-    Raises :class:`~aioseq.errors.ConfigurationError`."""
+    Raises [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -122,7 +122,7 @@ _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
 
 def check_endpoint_url(url: object, what: str) -> str:
     """An endpoint URL: ``http://`` or ``https://`` with a host, e.g.
-    ``http://127.0.0.1:8000``. Raises :class:`ConfigurationError`."""
+    ``http://127.0.0.1:8000``. Raises [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
     try:
         port_ok = parts is not None and (parts.port is None or parts.port > 0)
@@ -137,7 +137,8 @@ def check_endpoint_url(url: object, what: str) -> str:
 
 
 def check_region(region: object, what: str) -> str:
-    """An AWS region name such as ``eu-west-1``. Raises :class:`ConfigurationError`."""
+    """An AWS region name such as ``eu-west-1``. Raises
+    [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if not isinstance(region, str) or not _REGION.fullmatch(region):
         raise ConfigurationError(
             f"{what} must be an AWS region name such as 'eu-west-1', not {region!r}"
@@ -151,7 +152,7 @@ def check_key(
     """Validate a counter key / partition key value: a non-empty ``str`` of valid Unicode and
     at most ``maximum`` UTF-8 bytes (DynamoDB's 2048 for a partition key). Any characters are
     fine: key values travel as AttributeValues, never in an expression's text.
-    Raises :class:`ConfigurationError`."""
+    Raises [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if not isinstance(key, str):
         raise ConfigurationError(f"{what} must be a str, not {type(key).__name__}")
     if not key:
@@ -166,7 +167,8 @@ def check_key(
 
 
 def check_count(n: object, what: str = "count", *, maximum: int = MAX_NUMBER) -> int:
-    """Validate a positive whole count (``bool`` is not one). Raises :class:`ConfigurationError`."""
+    """Validate a positive whole count (``bool`` is not one). Raises
+    [`ConfigurationError`][aioseq.errors.ConfigurationError]."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise ConfigurationError(f"{what} must be an int, not {type(n).__name__}")
     if not 1 <= n <= maximum:
@@ -175,7 +177,8 @@ def check_count(n: object, what: str = "count", *, maximum: int = MAX_NUMBER) ->
 
 
 def number(n: int) -> AttributeValue:
-    """An ``N`` AttributeValue. Raises :class:`NumberOutOfRange` beyond 38 digits."""
+    """An ``N`` AttributeValue. Raises [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] beyond
+    38 digits."""
     if not -MAX_NUMBER <= n <= MAX_NUMBER:
         raise NumberOutOfRange(n)
     return {"N": str(n)}
@@ -230,8 +233,9 @@ def _value_size(value: AttributeValue) -> int:
 
 
 def check_item_size(item: Mapping[str, AttributeValue]) -> None:
-    """Raise :class:`ConfigurationError` if ``item`` would not fit DynamoDB's 400 KB item limit
-    (by :func:`item_size`). The message gives sizes only, never the item."""
+    """Raise [`ConfigurationError`][aioseq.errors.ConfigurationError] if ``item`` would not fit
+    DynamoDB's 400 KB item limit (by `item_size()`). The message gives sizes only, never the
+    item."""
     size = item_size(item)
     if size > MAX_ITEM_BYTES:
         raise ConfigurationError(
@@ -301,9 +305,9 @@ class Numbering:
     ``auto_increment_increment`` / ``auto_increment_offset``).
 
     A counter item records its numbering on its first write, in the
-    :data:`NUMBERING_ATTRIBUTE` attribute, as :meth:`encode` writes it; an object that asks for
-    another numbering on the same counter is refused
-    (:class:`~aioseq.errors.NumberingMismatch`).
+    [`NUMBERING_ATTRIBUTE`][aioseq.config.NUMBERING_ATTRIBUTE] attribute, as
+    [`encode()`][aioseq.Numbering.encode] writes it; an object that asks for another numbering on
+    the same counter is refused ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]).
 
     Attributes:
         stride: the step between two numbers (1 .. 10**12).
@@ -348,10 +352,10 @@ class Numbering:
 
     @classmethod
     def decode(cls, text: str) -> Numbering:
-        """The numbering :meth:`encode` wrote as ``text``.
+        """The numbering [`encode()`][aioseq.Numbering.encode] wrote as ``text``.
 
         Raises:
-            ConfigurationError: ``text`` is not what :meth:`encode` writes.
+            ConfigurationError: ``text`` is not what [`encode()`][aioseq.Numbering.encode] writes.
         """
         fields: dict[str, int] = {}
         for part in text.split(" ") if isinstance(text, str) else [""]:

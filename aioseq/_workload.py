@@ -68,10 +68,10 @@ class Taker:
     Attributes:
         take: takes one number (the item-writing strategies store one item and return its
             number, the item's payload being ``<payload prefix>/<n>`` for the n-th call of
-            this object: see :func:`make_taker`).
+            this object: see `make_taker()`).
         put: ``put(payload)`` takes one number for the call whose payload is ``payload`` (a
             string unique to the call): the item-writing strategies store it in the item's
-            :data:`PAYLOAD_ATTRIBUTE`; the others only take a number.
+            `PAYLOAD_ATTRIBUTE`; the others only take a number.
         counter: the strategy object whose statistics count retries and conflicts (for the
             allocator, the atomic counter under it).
         current: the counter's current value.
@@ -99,20 +99,20 @@ def make_taker(
 ) -> Taker:
     """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
     item ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
-    :data:`PAYLOAD_ATTRIBUTE`), in the collection whose counter item (if any) is
+    `PAYLOAD_ATTRIBUTE`), in the collection whose counter item (if any) is
     ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
     with ``fixed_block_size``). ``group``: group commit on (``True``) or off (``False``) for the
-    strategies in :data:`GROUPED_STRATEGIES`; ``None`` takes the library's default, which is on.
+    strategies in `GROUPED_STRATEGIES`; ``None`` takes the library's default, which is on.
 
-    ``payload_prefix`` starts the payloads of :attr:`Taker.take`'s calls
+    ``payload_prefix`` starts the payloads of `Taker.take`'s calls
     (``<prefix>/<n>``); by default ``<process>/<8 random hex digits>``, the process being the
     client's ``AWS_SDK_UA_APP_ID`` (the ``app/`` id the fault proxy's wire log names it by),
     else ``pid<pid>``, so payloads are unique across takers and processes and a checker can
     tell which process stored an item nobody was handed.
 
     ``stride`` and ``offset``: the allocator's numbering (numbers ``offset + (k - 1) * stride``,
-    recorded on the counter item: see :mod:`aioseq.numbering`); the other strategies number
-    ``stride=1 offset=1`` only.
+    recorded on the counter item: see [`aioseq.numbering`][aioseq.numbering]); the other strategies
+    number ``stride=1 offset=1`` only.
 
     Raises:
         ConfigurationError: an unknown strategy, a bad key, ``group=True`` for a strategy
@@ -197,7 +197,7 @@ def _process_label(store: DynamoStore) -> str:
 
 @dataclass(frozen=True)
 class Taken:
-    """What :func:`take_numbers` did.
+    """What `take_numbers()` did.
 
     Attributes:
         numbers: every number taken, in the order the calls returned.
@@ -261,7 +261,7 @@ async def take_numbers(
 
 @dataclass(frozen=True)
 class Run:
-    """What :func:`run_workload` did.
+    """What `run_workload()` did.
 
     Attributes:
         numbers: every number taken, in the order the calls returned.
@@ -302,12 +302,12 @@ async def run_workload(
 
     Parameters:
         store: the store to use.
-        strategy: one of :data:`STRATEGIES`.
+        strategy: one of `STRATEGIES`.
         key: the counter key.
         count, concurrency, instances: positive ints.
         block_size: the allocator's first block size.
-        group: group commit (see :func:`make_taker`).
-        stride, offset: the allocator's numbering (see :func:`make_taker`).
+        group: group commit (see `make_taker()`).
+        stride, offset: the allocator's numbering (see `make_taker()`).
         on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
 
     Raises:
@@ -353,7 +353,7 @@ async def run_workload(
 
 @dataclass(frozen=True)
 class Check:
-    """The result of :func:`check_numbers`.
+    """The result of `check_numbers()`.
 
     Attributes:
         duplicates: numbers seen more than once (extra copies counted).
@@ -361,7 +361,7 @@ class Check:
         mismatched_items: for item-writing strategies, numbers handed out without a stored item
             plus stored items whose number was not handed out; 0 otherwise.
         stored_twice: for item-writing strategies whose items were given as number -> payload
-            (:func:`stored_payloads`), extra copies of a payload stored under more than one
+            (`stored_payloads()`), extra copies of a payload stored under more than one
             number (one call's item stored twice); 0 otherwise.
     """
 
@@ -381,7 +381,7 @@ def check_numbers(
     numbers: Iterable[int], stored: Iterable[int] | Mapping[int, str | None] | None = None
 ) -> Check:
     """Count duplicates and gaps in ``numbers``; compare with ``stored`` if given: the stored
-    items' numbers (:func:`stored_numbers`), or number -> payload (:func:`stored_payloads`),
+    items' numbers (`stored_numbers()`), or number -> payload (`stored_payloads()`),
     which also counts payloads stored under more than one number."""
     seen = list(numbers)
     distinct = set(seen)
@@ -424,9 +424,9 @@ async def stored_payloads(
     payload_attribute: str = PAYLOAD_ATTRIBUTE,
 ) -> dict[int, str | None]:
     """number -> payload of the numbered items in collection ``partition`` (sort keys >= 1),
-    read as :func:`stored_numbers` reads them: each item's ``payload_attribute`` (a string;
+    read as `stored_numbers()` reads them: each item's ``payload_attribute`` (a string;
     ``None`` when the item has none), so a checker can tell whose item each is and find an
-    item stored twice (aioseq's history checker, ``verification.history``; :func:`check_numbers`).
+    item stored twice (aioseq's history checker, ``verification.history``; `check_numbers()`).
 
     Raises:
         ConfigurationError: the table has no sort key.

@@ -1,7 +1,7 @@
 """Counter administration, like a SQL sequence's: set, raise, inspect, list, scan, renumber.
 
 PostgreSQL has ``setval``, ``ALTER SEQUENCE ... RESTART`` and ``\\ds``; aioseq has these
-functions, each taking first the :class:`~aioseq.DynamoStore` whose table holds the counter
+functions, each taking first the [`DynamoStore`][aioseq.DynamoStore] whose table holds the counter
 items (``await aioseq.admin.set_counter(store, "k", 1000)``). Every request runs under the
 store's retry engine (``store.request``, or ``store.retry.run`` around ``store.call``).
 
@@ -11,21 +11,21 @@ value is the highest sort key of its collection), so these functions do not appl
 
 A counter's *value* is its counter item's ``value``: with the default numbering, the last number
 handed out (``set_counter(store, "k", 1000)``, then ``next()`` gives 1001). With a
-:class:`~aioseq.Numbering`, value ``v`` is the ``v``-th number, ``offset + (v - 1) * stride``.
+[`Numbering`][aioseq.Numbering], value ``v`` is the ``v``-th number, ``offset + (v - 1) * stride``.
 
-Operator writes (:func:`set_counter`, :func:`ensure_at_least`, :func:`set_numbering`) also
+Operator writes (`set_counter()`, `ensure_at_least()`, `set_numbering()`, below) also
 record when they moved a counter, in ``aioseq_updated_at`` (ISO-8601, UTC, the writing
-process's clock), which :func:`list_counters` and :func:`describe_counter` show. The
+process's clock), which `list_counters()` and `describe_counter()` show. The
 strategies' own writes do not: ``next()`` is the hot path and its write stays as small as it is.
 
 Moving a counter does not break the resolution of lost answers of the optimistic and
-transactional strategies (:mod:`aioseq.strategies._recent_writes`): that resolution reads only
+transactional strategies (`aioseq.strategies._recent_writes`): that resolution reads only
 ``aioseq_writes`` and the ring ``aioseq_tokens``, which these functions never touch. A write
 whose answer was lost either left its token (applied) or did not (not applied), whatever the
 value became since; a pending conditional write that expects the old value fails its
 condition and is tried again from the new value.
 
-The values and pure arithmetic are in :mod:`aioseq._admin_values`, output formats in the CLI."""
+The values and pure arithmetic are in `aioseq._admin_values`, output formats in the CLI."""
 
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ __all__ = [
     "value_for_maximum",
 ]
 
-#: The most segments :func:`scan_maximum` scans in parallel (DynamoDB allows 1,000,000; more
-#: than a few dozen only adds requests in flight on one client).
+#: The most segments [`scan_maximum()`][aioseq.admin.scan_maximum] scans in parallel (DynamoDB
+#: allows 1,000,000; more than a few dozen only adds requests in flight on one client).
 MAX_SEGMENTS = 64
 
 
@@ -118,11 +118,11 @@ async def _write_within_limit(
     values: dict[str, AttributeValue],
     **params: Any,
 ) -> dict[str, Any]:
-    """:func:`_update` with ``condition`` (to hold where the counter item exists) and the
+    """`_update()` with ``condition`` (to hold where the counter item exists) and the
     counter's ``max_value``: the first request requires no limit to be recorded; if one is,
     ``value`` is checked against it and the request is sent once more, pinned to that
     numbering (2 requests instead of 1, only for counters with a limit of their own). A
-    refusal for any other reason raises :class:`~aioseq.errors.ConditionFailed` with the
+    refusal for any other reason raises [`ConditionFailed`][aioseq.errors.ConditionFailed] with the
     counter item (``ALL_OLD``) for the caller to explain.
 
     Raises:
@@ -184,25 +184,24 @@ async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]
 async def set_counter(
     store: DynamoStore, key: str, value: int, *, allow_backward: bool = False
 ) -> int:
-    """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), making its counter
-    item if there is none.
+    """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), made if missing.
 
     ``value`` is a counter value: with the default numbering, the last number handed out
     (after ``set_counter(store, "k", 1000)``, the next number is 1001); under a recorded
-    :class:`~aioseq.Numbering`, the value whose number is ``offset + (value - 1) * stride``.
+    [`Numbering`][aioseq.Numbering], the value whose number is ``offset + (value - 1) * stride``.
     A counter item that records no numbering gets the default one in the same write, so that
     the value keeps its meaning: a later object of another numbering is refused
-    (:class:`~aioseq.errors.NumberingMismatch`) instead of reusing numbers below it.
+    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]) instead of reusing numbers below it.
 
     Moving forward is safe: every number handed out later is above ``value``, except those of
-    blocks a :class:`~aioseq.BlockAllocator` took before (it hands them out to their end; the
-    numbers stay unique) and numbers taken by ``next()`` calls already in flight.
+    blocks a [`BlockAllocator`][aioseq.BlockAllocator] took before (it hands them out to their end;
+    the numbers stay unique) and numbers taken by ``next()`` calls already in flight.
 
-    Moving back is refused (:class:`~aioseq.CounterWouldMoveBack`, nothing written) unless
-    ``allow_backward=True``. It hands the numbers ``value + 1 .. current`` out a second time,
-    so only do it when none of them is in use (a test, a counter reset after its items were
-    deleted); running allocators still hold blocks above ``value`` and will hand those out
-    too, so stop them first.
+    Moving back is refused ([`CounterWouldMoveBack`][aioseq.errors.CounterWouldMoveBack], nothing
+    written) unless ``allow_backward=True``. It hands the numbers ``value + 1 .. current`` out a
+    second time, so only do it when none of them is in use (a test, a counter reset after its items
+    were deleted); running allocators still hold blocks above ``value`` and will hand those out too,
+    so stop them first.
 
     DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item)::
 
@@ -214,13 +213,13 @@ async def set_counter(
                      OR NOT contains(aioseq_numbering, " max_value=")))
 
     (the bracketed clause unless ``allow_backward``). A counter whose recorded
-    :class:`~aioseq.Numbering` has a ``max_value`` of its own fails the last clause; its
+    [`Numbering`][aioseq.Numbering] has a ``max_value`` of its own fails the last clause; its
     ``ALL_OLD`` brings the numbering, ``value`` is checked against the limit, and the request
     is sent once more with ``aioseq_numbering = :recorded`` in its place (2 requests). With
     ``ReturnValues=ALL_OLD`` for the previous value and
     ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: a refusal learns the value, no 2nd read.
-    Transient errors are retried under the store's :class:`~aioseq.RetryPolicy`; the write
-    sets a fixed value, so a resend is harmless (after a lost answer, the previous value
+    Transient errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy]; the
+    write sets a fixed value, so a resend is harmless (after a lost answer, the previous value
     returned may be ``value`` itself). The ring of recent writes of the optimistic and
     transactional strategies is left as it is (see the module's docstring).
 
@@ -247,7 +246,7 @@ async def set_counter(
 
 
 async def _set_counter(store: DynamoStore, key: str, value: int, backward: bool) -> int | None:
-    """:func:`set_counter`; ``None`` when there was no counter item (the CLI says so)."""
+    """[`set_counter`][aioseq.admin.set_counter]; ``None`` when there was no counter item."""
     check_key(key)
     check_value(value)
     spec = store.table
@@ -289,8 +288,8 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: when the counter is already at or
     above ``value``, the refusal returns its value, with no second read. A counter whose
     numbering records a ``max_value`` is checked against it and written with the numbering
-    pinned instead, as :func:`set_counter` does (2 requests). Transient errors are
-    retried under the store's :class:`~aioseq.RetryPolicy`.
+    pinned instead, as [`set_counter()`][aioseq.admin.set_counter] does (2 requests). Transient
+    errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy].
 
     Parameters:
         store: the store whose table holds the counter item.
@@ -422,14 +421,14 @@ async def scan_maximum(
     scanned at once, each paginated, with ``ProjectionExpression`` of ``attribute`` only. It
     reads the whole table once: 0.5 RCU per 4 KB (eventually consistent), 1 MB per page. Items
     written while it runs may be missed: stop the writers first, or run
-    :func:`ensure_at_least` again after they moved to aioseq.
+    [`ensure_at_least()`][aioseq.admin.ensure_at_least] again after they moved to aioseq.
 
     Parameters:
         table: the table to scan.
         attribute: the attribute holding the numbers (a sort key too).
         segments: segments scanned in parallel (1 .. 64).
-        progress: called after each page with a :class:`ScanProgress` (from the event loop;
-            keep it quick).
+        progress: called after each page with a [`ScanProgress`][aioseq.admin.ScanProgress] (from
+            the event loop; keep it quick).
 
     Raises:
         ConfigurationError: a bad table name, attribute name or segment count.
@@ -483,21 +482,22 @@ async def start_after_maximum(
 ) -> int:
     """Move counter ``key`` past the highest number already in ``table``'s ``attribute`` (the
     ids an application wrote before it used aioseq), so that every number handed out next is
-    above it: :func:`scan_maximum`, then :func:`ensure_at_least` (never moves the counter
-    back; safe to run again).
+    above it: [`scan_maximum()`][aioseq.admin.scan_maximum], then
+    [`ensure_at_least()`][aioseq.admin.ensure_at_least] (never moves the counter back; safe to run
+    again).
 
-    With a :class:`~aioseq.Numbering` recorded on the counter item, the counter is raised to
-    the value of the highest number at or below the maximum (:func:`value_for_maximum`), not to
-    the maximum itself.
+    With a [`Numbering`][aioseq.Numbering] recorded on the counter item, the counter is raised to
+    the value of the highest number at or below the maximum
+    ([`value_for_maximum()`][aioseq.admin.value_for_maximum]), not to the maximum itself.
 
-    DynamoDB calls: the parallel Scan of :func:`scan_maximum` (0.5 RCU per 4 KB of ``table``),
-    one ``GetItem`` of the counter item (1 RCU) for its numbering, one conditional
-    ``UpdateItem`` (1 WCU).
+    DynamoDB calls: the parallel Scan of [`scan_maximum()`][aioseq.admin.scan_maximum] (0.5 RCU per
+    4 KB of ``table``), one ``GetItem`` of the counter item (1 RCU) for its numbering, one
+    conditional ``UpdateItem`` (1 WCU).
 
     Parameters:
         store: the store whose table holds the counter item.
         key: the counter key.
-        table, attribute, segments, progress: see :func:`scan_maximum`.
+        table, attribute, segments, progress: see [`scan_maximum()`][aioseq.admin.scan_maximum].
 
     Returns:
         the counter's value afterwards.
@@ -531,21 +531,21 @@ async def set_numbering(
                         (attribute_not_exists(#numbering) for an item without one;
                          attribute_not_exists(#pk) when there is no counter item yet)
 
-    with ``:renumbered`` from :func:`~aioseq.numbering.renumbered_value`. A counter item that
-    records no numbering (written before numberings were recorded) and has handed out numbers
-    is refused unless ``previous`` says which numbering they were handed out under: guessing
-    ``stride=1 offset=1`` for what was an allocator with ``stride=3`` would hand its numbers
-    out again. A writer that moved the counter in between fails
-    the condition and the two requests are made again, under the store's retry policy. With no
-    counter item yet, it is created at value 0 with ``numbering``, so the numbering is fixed
-    before the first number is taken. Setting the numbering a counter has changes nothing.
+    with ``:renumbered`` from [`renumbered_value()`][aioseq.numbering.renumbered_value]. A counter
+    item that records no numbering (written before numberings were recorded) and has handed out
+    numbers is refused unless ``previous`` says which numbering they were handed out under: guessing
+    ``stride=1 offset=1`` for what was an allocator with ``stride=3`` would hand its numbers out
+    again. A writer that moved the counter in between fails the condition and the two requests are
+    made again, under the store's retry policy. With no counter item yet, it is created at value 0
+    with ``numbering``, so the numbering is fixed before the first number is taken. Setting the
+    numbering a counter has changes nothing.
 
     What it risks: objects already running under the old numbering. Their next write to the
-    counter item is refused (:class:`~aioseq.errors.NumberingMismatch`), but a
-    :class:`~aioseq.BlockAllocator` keeps handing out the numbers of the blocks it holds from
-    memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
-    the old numbering first, change it, then start the new ones; an allocator's give-back is
-    refused once the numbering has changed, so its tail stays unused.
+    counter item is refused ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]), but a
+    [`BlockAllocator`][aioseq.BlockAllocator] keeps handing out the numbers of the blocks it holds
+    from memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
+    the old numbering first, change it, then start the new ones; an allocator's give-back is refused
+    once the numbering has changed, so its tail stays unused.
 
     Parameters:
         store: the store whose table holds the counter.
@@ -561,7 +561,7 @@ async def set_numbering(
 
     Raises:
         ConfigurationError: a bad key; ``numbering`` or ``previous`` is not a
-            :class:`~aioseq.Numbering`; or the counter records no numbering, has handed out
+            [`Numbering`][aioseq.Numbering]; or the counter records no numbering, has handed out
             numbers, and ``previous`` is not given (nothing written).
         CounterValueInvalid: the counter item's value or numbering is unreadable.
         RetriesExhausted: writers kept moving the counter, or transient errors, beyond the

@@ -26,7 +26,7 @@ log = logging.getLogger("aioseq")
 
 @dataclass(frozen=True)
 class AllocatorStatistics:
-    """A snapshot of a :class:`BlockAllocator`'s work.
+    """A snapshot of a [`BlockAllocator`][aioseq.BlockAllocator]'s work.
 
     Attributes:
         handed_out: numbers given to callers.
@@ -54,8 +54,8 @@ class BlockAllocator:
     """Numbers for one counter key, served from blocks reserved ahead of need.
 
     The hi/lo (or "segment") pattern of Hibernate's pooled optimizer and Meituan Leaf: one
-    ``UpdateItem ADD b`` on the counter item (an :class:`~aioseq.AtomicCounter`) reserves the
-    block of ``b`` numbers below the new value, and ``next()`` hands them out from memory:
+    ``UpdateItem ADD b`` on the counter item (an [`AtomicCounter`][aioseq.AtomicCounter]) reserves
+    the block of ``b`` numbers below the new value, and ``next()`` hands them out from memory:
 
     - **Coalescing.** Calls that find no number ready wait together: one refill in flight per
       allocator, sized to serve them all and still hold ``prefetch_at * block_size``, and at
@@ -81,12 +81,13 @@ class BlockAllocator:
       as with Flickr's ticket servers. A single counter item shared by the regions of a global
       table is unsafe: replication resolves concurrent ``ADD``s by last writer wins and
       conditions are checked per region, so two regions can hand out the same block.
-    - **A recorded numbering.** The counter item records the allocator's :attr:`numbering`
-      (``stride``, ``offset`` and ``max_value``) with its first ``ADD``, and every ``ADD``
-      requires it, in the same request: an allocator (or a counter of another strategy) made
-      with another numbering on the same key raises
-      :class:`~aioseq.errors.NumberingMismatch` at its first refill, and takes nothing. See
-      :mod:`aioseq.numbering`; change a numbering with ``aioseq.admin.set_numbering(store, ...)``.
+    - **A recorded numbering.** The counter item records the allocator's
+      [`numbering`][aioseq.BlockAllocator.numbering] (``stride``, ``offset`` and ``max_value``) with
+      its first ``ADD``, and every ``ADD`` requires it, in the same request: an allocator (or a
+      counter of another strategy) made with another numbering on the same key raises
+      [`NumberingMismatch`][aioseq.errors.NumberingMismatch] at its first refill, and takes nothing.
+      See [`aioseq.numbering`][aioseq.numbering]; change a numbering with
+      ``aioseq.admin.set_numbering(store, ...)``.
 
     Guarantees:
         - unique: always, across processes (the blocks come from ``ADD``).
@@ -112,9 +113,9 @@ class BlockAllocator:
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
             ``0 <= offset <= max_value``).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
-            :data:`~aioseq.config.MAX_SAFE_INTEGER` for JavaScript readers). The ``ADD``'s
-            condition keeps the counter item at or below the counter value of the last number
-            that fits, so a block that would pass it is never reserved (the numbers between
+            [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] for JavaScript readers). The
+            ``ADD``'s condition keeps the counter item at or below the counter value of the last
+            number that fits, so a block that would pass it is never reserved (the numbers between
             the last block and ``max_value`` may stay unused).
         clock: a monotonic clock in seconds (inject a fake one in tests).
 
@@ -213,7 +214,7 @@ class BlockAllocator:
         joins.
 
         Raises:
-            StoreClosed: after :meth:`aclose` (or the store's).
+            StoreClosed: after [`aclose()`][aioseq.BlockAllocator.aclose] (or the store's).
             WrongEventLoop: from an event loop other than the first one used.
             NumberOutOfRange: the number would pass 38 digits.
             NumberingMismatch: the counter item recorded another numbering (the refill took
@@ -241,7 +242,7 @@ class BlockAllocator:
 
         Raises:
             ConfigurationError: ``n`` is not a positive ``int``.
-            the errors of :meth:`next`.
+            AioseqError: the errors of [`next()`][aioseq.BlockAllocator.next].
         """
         check_count(n, "n", maximum=10**12)
         if not self._waiting and get_ident() == self._thread and self._loop_is_running():
@@ -433,7 +434,7 @@ class BlockAllocator:
 
     async def aclose(self, *, give_back: bool = True) -> None:
         """Stop handing out numbers: wait for a refill in flight, fail callers still waiting
-        with :class:`~aioseq.errors.StoreClosed`, then (``give_back``) return the unused tail
+        with [`StoreClosed`][aioseq.errors.StoreClosed], then (``give_back``) return the unused tail
         of the last block if nobody reserved after it. Idempotent. What is not returned is
         counted as wasted.
 
@@ -480,8 +481,9 @@ class BlockAllocator:
 
     async def _evict(self) -> tuple[int, int]:
         """The store drops this idle allocator: give the unused tail back (the conditional
-        write of :meth:`aclose`) and let go of every block, staying usable (a caller that
-        still holds it refills on its next call). Returns ``(returned, wasted)``.
+        write of [`aclose()`][aioseq.BlockAllocator.aclose]) and let go of every block, staying
+        usable (a caller that still holds it refills on its next call). Returns ``(returned,
+        wasted)``.
 
         The blocks are let go of before the write is awaited, so a ``next()`` meanwhile
         refills instead of taking a number that is being given back."""

@@ -1,6 +1,6 @@
 """Frozen configuration values: the table's layout, the retry policy and group commit.
 
-DynamoDB's limits and the checks of names are defined in :mod:`aioseq._values` and
+DynamoDB's limits and the checks of names are defined in `aioseq._values` and
 re-exported here, where the documentation has always named them."""
 
 from __future__ import annotations
@@ -130,9 +130,9 @@ class RetryPolicy:
         max_backoff_secs: the largest wait, in seconds (>= initial_backoff_secs).
         max_unreachable_secs: how long an endpoint that cannot be connected to at all
             (connection refused, no such host, connect timeout:
-            :class:`~aioseq.errors.EndpointUnreachable`) is retried, in seconds since the
-            first attempt (> 0). Such a request was never sent, and retrying a gone server
-            for the whole ``max_delay_secs`` only delays the error.
+            [`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) is retried, in seconds since
+            the first attempt (> 0). Such a request was never sent, and retrying a gone server for
+            the whole ``max_delay_secs`` only delays the error.
         sleep: the coroutine used to wait (inject a fake one in tests).
     """
 

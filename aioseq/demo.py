@@ -58,7 +58,7 @@ def check_arguments(*, count: int, concurrency: int, instances: int) -> None:
 
     Raises:
         ConfigurationError: a count, concurrency or instances that is not a positive int
-            (or is above what :func:`~aioseq._workload.run_workload` takes).
+            (or is above what `run_workload()` takes).
     """
     check_count(count, "count", maximum=10**9)
     check_count(concurrency, "concurrency", maximum=100_000)

@@ -1,11 +1,13 @@
 """The errors aioseq raises.
 
-Every error derives from :class:`AioseqError`. botocore's ``ClientError`` never reaches the
+Every error derives from [`AioseqError`][aioseq.errors.AioseqError]. botocore's ``ClientError``
+never reaches the
 caller: ``aioseq._transport`` translates DynamoDB error codes at one boundary (the ``ERRORS``
 table there) and chains the original as ``__cause__``.
 
-Misuse (bad arguments, bad configuration) raises :class:`ConfigurationError`, which is also a
-``ValueError``, before any request is sent, so nothing is written.
+Misuse (bad arguments, bad configuration) raises
+[`ConfigurationError`][aioseq.errors.ConfigurationError], which is also a ``ValueError``, before any
+request is sent, so nothing is written.
 
 This module is the bottom of the package: it imports nothing of aioseq.
 """
@@ -17,8 +19,9 @@ from typing import Any, Protocol
 
 
 class _Numbering(Protocol):
-    """What :class:`NumberingMismatch` holds: an :class:`aioseq.Numbering`, described by its
-    shape so that this module needs nothing of aioseq."""
+    """What [`NumberingMismatch`][aioseq.errors.NumberingMismatch] holds: an
+    [`aioseq.Numbering`][aioseq.Numbering], described by its shape so that this module needs nothing
+    of aioseq."""
 
     @property
     def stride(self) -> int: ...
@@ -159,7 +162,7 @@ class CounterNotFound(AioseqError, LookupError):
 
 
 class NumberingMismatch(AioseqError, ValueError):
-    """A counter object asked for another :class:`~aioseq.Numbering` (stride, offset,
+    """A counter object asked for another [`Numbering`][aioseq.Numbering] (stride, offset,
     ``max_value``) than the one its counter item recorded on its first write. Two numberings
     on one counter would hand out overlapping numbers, so the object takes no number and
     nothing is written. Change a counter's numbering explicitly, or use another key.
@@ -208,7 +211,7 @@ class RetriesExhausted(AioseqError):
         attempts: how many attempts were made (1 = no retry).
         last_error: the error of the last attempt (also ``__cause__``).
         maybe_applied: an attempt failed in a way that may hide its success (see
-            :class:`AioseqError`), so something may have been written.
+            [`AioseqError`][aioseq.errors.AioseqError]), so something may have been written.
     """
 
     def __init__(

@@ -3,9 +3,10 @@
 Zero padding makes text sort like the numbers it holds (``"000010" > "000009"``, while
 ``"10" < "9"``): string sort keys, S3 keys, file names and identifiers that people sort by eye
 need it. A width is a promise about the counter's range: ``width=6`` holds 1..999,999. A number
-that does not fit raises :class:`~aioseq.errors.NumberOutOfRange` before anything is written
-(never a seventh digit that would sort ``ORD-1000000`` before ``ORD-200000``), so choose the
-width for the counter's whole life; :meth:`IdFormat.remaining` tells how much room is left.
+that does not fit raises [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] before anything is
+written (never a seventh digit that would sort ``ORD-1000000`` before ``ORD-200000``), so choose the
+width for the counter's whole life; [`IdFormat.remaining()`][aioseq.IdFormat.remaining] tells how
+much room is left.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def _check_number(n: object) -> int:
 
 def zero_pad(n: int, width: int) -> str:
     """``n`` as exactly ``width`` decimal digits with zeros in front: ``zero_pad(42, 6)`` is
-    ``"000042"``. This is how :class:`~aioseq.SortKeyCounter` writes string sort keys
-    (``zero_pad=``) and how :class:`IdFormat` pads.
+    ``"000042"``. This is how [`SortKeyCounter`][aioseq.SortKeyCounter] writes string sort keys
+    (``zero_pad=``) and how [`IdFormat`][aioseq.IdFormat] pads.
 
     Parameters:
         n: a whole number, ``0 <= n <= 10**width - 1``.
@@ -69,7 +70,7 @@ class IdFormat:
     item a counter stores, e.g. ``orders.put(lambda n: {"pk": "orders", "sk": n, "order_id":
     order_id.format(n)})``: if ``n`` no longer fits, ``put`` raises ``NumberOutOfRange`` and
     nothing is written (the transactional counter stays gapless). For string sort keys use
-    :class:`~aioseq.SortKeyCounter`'s ``zero_pad=``, which pads the same way.
+    [`SortKeyCounter`][aioseq.SortKeyCounter]'s ``zero_pad=``, which pads the same way.
 
     Attributes:
         prefix: text before the digits (may be empty).
@@ -96,7 +97,8 @@ class IdFormat:
     def remaining(self, current: int) -> int:
         """How many more numbers fit after ``current`` (a counter's value, e.g. from
         ``await counter.current()``): ``max_number - current``, 0 when it has run out. Check
-        it at start-up to be warned long before :meth:`format` starts to refuse."""
+        it at start-up to be warned long before [`format()`][aioseq.IdFormat.format] starts to
+        refuse."""
         return max(0, self.max_number - _check_number(current))
 
     def check_counter(self, counter: SupportsMaxValue | int) -> None:
@@ -111,7 +113,8 @@ class IdFormat:
                 number as an ``int``.
 
         Raises:
-            ConfigurationError: the counter can hand out numbers above :attr:`max_number`.
+            ConfigurationError: the counter can hand out numbers above
+                [`max_number`][aioseq.IdFormat.max_number].
         """
         highest = counter if isinstance(counter, int) else counter.max_value
         if _check_number(highest) > self.max_number:
@@ -134,7 +137,8 @@ class IdFormat:
         return f"{self.prefix}{n}"
 
     def parse(self, text: str) -> int:
-        """The number in an identifier made by :meth:`format`: ``parse("ORD-000042") == 42``.
+        """The number in an identifier made by [`format()`][aioseq.IdFormat.format]:
+        ``parse("ORD-000042") == 42``.
         Strict: the prefix, then exactly ``width`` ASCII digits (with no width: 1 to 38
         digits, no leading zeros but for ``0`` itself).
 

@@ -1,13 +1,14 @@
 """The IAM permissions aioseq needs: the DynamoDB actions it calls, on the table's ARN, no more.
 
-Each feature sends a fixed set of DynamoDB API operations (:data:`FEATURE_OPERATIONS`), and
-each operation needs IAM actions (:data:`OPERATION_ACTIONS`). ``TransactWriteItems`` has no IAM
-action of its own: each write in it is authorized as the matching single-item action (``Put``
-as ``dynamodb:PutItem``, ``Update`` as ``dynamodb:UpdateItem``; AWS DynamoDB Developer Guide,
-"Using IAM with DynamoDB transactions"), and aioseq's transactions hold only those two.
+Each feature sends a fixed set of DynamoDB API operations
+([`FEATURE_OPERATIONS`][aioseq.iam.FEATURE_OPERATIONS]), and each operation needs IAM actions
+([`OPERATION_ACTIONS`][aioseq.iam.OPERATION_ACTIONS]). ``TransactWriteItems`` has no IAM action of
+its own: each write in it is authorized as the matching single-item action (``Put`` as
+``dynamodb:PutItem``, ``Update`` as ``dynamodb:UpdateItem``; AWS DynamoDB Developer Guide, "Using
+IAM with DynamoDB transactions"), and aioseq's transactions hold only those two.
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` needs no read permission.
 
-:func:`policy` writes the identity-based policy document::
+[`policy()`][aioseq.iam.policy] writes the identity-based policy document::
 
     >>> policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")["Statement"][0]["Action"]
     ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']
@@ -116,7 +117,8 @@ OPERATION_ACTIONS: dict[str, frozenset[str]] = {
 
 
 def actions(features: Iterable[str] = RUNTIME_FEATURES) -> list[str]:
-    """The IAM actions ``features`` need, sorted (names from :data:`FEATURE_OPERATIONS`).
+    """The IAM actions ``features`` need, sorted (names from
+    [`FEATURE_OPERATIONS`][aioseq.iam.FEATURE_OPERATIONS]).
 
     Raises:
         ConfigurationError: an unknown feature.
@@ -153,7 +155,8 @@ def policy(
     """The identity-based IAM policy document (a JSON-ready dict) that lets aioseq do
     ``features`` (default: every strategy and the allocator) and ``admin_features`` (e.g.
     ``("create_table",)``, in a statement of its own) on the tables ``table_arns``: the
-    counter table, plus a :class:`~aioseq.TransactionalCounter`'s ``item_table`` if it has one.
+    counter table, plus a [`TransactionalCounter`][aioseq.TransactionalCounter]'s ``item_table`` if
+    it has one.
 
     Raises:
         ConfigurationError: an unknown feature, or no ARN.

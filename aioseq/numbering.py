@@ -2,26 +2,28 @@
 
 Two deployments that use one counter key with different numberings (one allocator with
 ``stride=3, offset=2``, another with ``stride=1``) would hand out overlapping numbers without a
-word. So the counter item remembers the :class:`~aioseq.Numbering` its values are handed out
-under, in the attribute ``aioseq_numbering`` (type S, :meth:`Numbering.encode`'s text, such as
-``"stride=3 offset=2"``), and every object that writes it checks it in the same request:
+word. So the counter item remembers the [`Numbering`][aioseq.Numbering] its values are handed out
+under, in the attribute ``aioseq_numbering`` (type S,
+[`Numbering.encode()`][aioseq.Numbering.encode]'s text, such as ``"stride=3 offset=2"``), and every
+object that writes it checks it in the same request:
 
 - **What is recorded.** The numbering of the object that writes the counter item: a
-  :class:`~aioseq.BlockAllocator` records its ``stride``, ``offset`` and ``max_value`` (not the
-  derived limit of the atomic counter under it); :class:`~aioseq.AtomicCounter`,
-  :class:`~aioseq.OptimisticCounter` and :class:`~aioseq.TransactionalCounter` hand out the
-  counter's values themselves, so they record ``stride=1 offset=1`` and their ``max_value``.
-  A ``max_value`` of ``10**38 - 1`` (the default: no limit of the counter's own) is recorded as
-  none (:func:`numbering_for`).
+  [`BlockAllocator`][aioseq.BlockAllocator] records its ``stride``, ``offset`` and ``max_value``
+  (not the derived limit of the atomic counter under it); [`AtomicCounter`][aioseq.AtomicCounter],
+  [`OptimisticCounter`][aioseq.OptimisticCounter] and
+  [`TransactionalCounter`][aioseq.TransactionalCounter] hand out the counter's values themselves, so
+  they record ``stride=1 offset=1`` and their ``max_value``. A ``max_value`` of ``10**38 - 1`` (the
+  default: no limit of the counter's own) is recorded as none
+  ([`numbering_for()`][aioseq.numbering.numbering_for]).
 - **When.** By the first write of the counter item, in that write: the atomic counter's ``ADD``
   sets ``aioseq_numbering = if_not_exists(aioseq_numbering, :numbering)``, the conditional
   writes of the optimistic and transactional strategies ``SET`` it. No extra request, ever.
 - **The check.** The write's condition also requires ``attribute_not_exists(aioseq_numbering)
   OR aioseq_numbering = :numbering`` (string equality). When it fails, the counter item comes
   back (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and a stored numbering other than the
-  object's raises :class:`~aioseq.errors.NumberingMismatch`: nothing was written, no number
-  taken. The optimistic and transactional strategies also check the counter item they last saw
-  before they send a write, so a mismatch they know of costs no request.
+  object's raises [`NumberingMismatch`][aioseq.errors.NumberingMismatch]: nothing was written, no
+  number taken. The optimistic and transactional strategies also check the counter item they last
+  saw before they send a write, so a mismatch they know of costs no request.
 - **Equal means equal.** Two numberings match only if all three fields are the same,
   ``max_value`` included. A rule such as "a lower ``max_value`` is fine" would be safe against
   overlaps, but it would make the answer depend on which deployment wrote first (the one with
@@ -29,11 +31,11 @@ under, in the attribute ``aioseq_numbering`` (type S, :meth:`Numbering.encode`'s
   symmetric, and it is one string comparison in the condition. Change a limit explicitly.
 - **Counter items written before** ``aioseq_numbering`` **existed** have none: the first write
   of an object of this version records its own numbering (any numbering is accepted then, as
-  nothing tells which one the older writers used). :func:`~aioseq.admin.set_numbering`
+  nothing tells which one the older writers used). [`set_numbering()`][aioseq.admin.set_numbering]
   assumes such a
   counter was numbered ``stride=1 offset=1`` (its values were its numbers).
 - **Changing a numbering** is an explicit operation,
-  :func:`~aioseq.admin.set_numbering`.
+  [`set_numbering()`][aioseq.admin.set_numbering].
 
 The sort-key strategy has no counter item, so nothing to record it on.
 """
@@ -69,7 +71,7 @@ __all__ = [
 
 #: The condition every write of a counter item adds (``AND``) to its own: no numbering
 #: recorded yet, or the writer's. ``#numbering`` and ``:numbering`` come from
-#: :func:`guard_values`.
+#: [`guard_values()`][aioseq.numbering.guard_values].
 GUARD = "(attribute_not_exists(#numbering) OR #numbering = :numbering)"
 
 
@@ -78,26 +80,28 @@ def numbering_for(*, stride: int = 1, offset: int = 1, max_value: int = MAX_NUMB
     counter's own) is recorded as none, so the default reads ``stride=1 offset=1``.
 
     Raises:
-        ConfigurationError: a value out of :class:`~aioseq.Numbering`'s ranges.
+        ConfigurationError: a value out of [`Numbering`][aioseq.Numbering]'s ranges.
     """
     return Numbering(stride, offset, None if max_value == MAX_NUMBER else max_value)
 
 
 def guard_values(numbering: Numbering) -> tuple[dict[str, str], dict[str, AttributeValue]]:
-    """The ``ExpressionAttributeNames`` and ``ExpressionAttributeValues`` :data:`GUARD` (and a
-    ``SET #numbering = :numbering``) uses, for ``numbering``."""
+    """The ``ExpressionAttributeNames`` and ``ExpressionAttributeValues``
+    [`GUARD`][aioseq.numbering.GUARD] (and a ``SET #numbering = :numbering``) uses, for
+    ``numbering``."""
     return {"#numbering": NUMBERING_ATTRIBUTE}, {":numbering": {"S": numbering.encode()}}
 
 
 def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | None:
-    """The numbering text the counter item ``item`` holds (as :meth:`Numbering.encode` writes
-    it), or ``None`` when there is no counter item or it has none recorded.
+    """The numbering text the counter item ``item`` holds (as
+    [`Numbering.encode()`][aioseq.Numbering.encode] writes it), or ``None`` when there is no counter
+    item or it has none recorded.
 
     Raises:
         CounterValueInvalid: the attribute is not a string, or not a numbering in the form
-            :meth:`Numbering.encode` writes (``"stride=3 offset=2"``, nothing else: the
-            condition compares strings, so another spelling of the same numbering would not
-            match it).
+            [`Numbering.encode()`][aioseq.Numbering.encode] writes (``"stride=3 offset=2"``, nothing
+            else: the condition compares strings, so another spelling of the same numbering would
+            not match it).
     """
     if not item or NUMBERING_ATTRIBUTE not in item:
         return None
@@ -122,7 +126,8 @@ def check_recorded(
 
     Raises:
         NumberingMismatch: another numbering is recorded.
-        CounterValueInvalid: the recorded numbering is unreadable (see :func:`recorded_text`).
+        CounterValueInvalid: the recorded numbering is unreadable (see
+            [`recorded_text()`][aioseq.numbering.recorded_text]).
     """
     text = recorded_text(item, key)
     if text is not None and text != requested.encode():

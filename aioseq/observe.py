@@ -1,17 +1,21 @@
 """Observability: an optional hook that reports what aioseq does, for metrics.
 
-Pass an :class:`Observer` to ``DynamoStore.open(observer=...)`` (or ``DynamoStore(client,
-observer=...)``) and every counter and allocator made from that store reports to it:
+Pass an [`Observer`][aioseq.observe.Observer] to ``DynamoStore.open(observer=...)`` (or
+``DynamoStore(client, observer=...)``) and every counter and allocator made from that store reports
+to it:
 
-- :meth:`Observer.on_request`: each DynamoDB request (operation, latency, the capacity units
-  DynamoDB says it consumed, the error code if it failed). With an observer set, aioseq asks
-  for ``ReturnConsumedCapacity=TOTAL`` on every item request.
-- :meth:`Observer.on_retry`: each retry, by reason (DynamoDB's error code; lost races are
-  ``conflict``), with the attempt number and the backoff about to be slept.
-- :meth:`Observer.on_refill`: each block a :class:`~aioseq.BlockAllocator` reserves (or fails
-  to), with its latency and how many callers waited for it.
-- :meth:`Observer.on_waste`: numbers a block allocator reserved and will never hand out.
-- :meth:`Observer.on_evict`: a store dropped an object nobody had used for ``idle_secs``.
+- [`Observer.on_request()`][aioseq.observe.Observer.on_request]: each DynamoDB request (operation,
+  latency, the capacity units DynamoDB says it consumed, the error code if it failed). With an
+  observer set, aioseq asks for ``ReturnConsumedCapacity=TOTAL`` on every item request.
+- [`Observer.on_retry()`][aioseq.observe.Observer.on_retry]: each retry, by reason (DynamoDB's error
+  code; lost races are ``conflict``), with the attempt number and the backoff about to be slept.
+- [`Observer.on_refill()`][aioseq.observe.Observer.on_refill]: each block a
+  [`BlockAllocator`][aioseq.BlockAllocator] reserves (or fails to), with its latency and how many
+  callers waited for it.
+- [`Observer.on_waste()`][aioseq.observe.Observer.on_waste]: numbers a block allocator reserved and
+  will never hand out.
+- [`Observer.on_evict()`][aioseq.observe.Observer.on_evict]: a store dropped an object nobody had
+  used for ``idle_secs``.
 
 The hooks are called at the single places where these things happen (``DynamoStore.call``,
 the retry loop, the allocator's refill), synchronously, on the event loop: keep them fast and
@@ -19,12 +23,13 @@ non-blocking (increment a counter, record a histogram). An exception raised by a
 and never reaches the caller. Without an observer nothing is measured: a ``next()`` served
 from an allocator's block never touches this module either way.
 
-Two observers ship here: :class:`StatisticsObserver` sums everything in memory (read it with
-:meth:`StatisticsObserver.statistics`, export it however you like), and
-:class:`OpenTelemetryObserver` records OpenTelemetry metrics (``pip install
-'aioseq[otel]'``). Logging goes to the standard ``logging`` logger ``"aioseq"``: retries at
-DEBUG, retry policies running out and allocator give-backs at INFO. Nothing logged or
-reported contains credentials or item contents: operations, error codes, counter keys and
+Two observers ship here: [`StatisticsObserver`][aioseq.observe.StatisticsObserver] sums everything
+in memory (read it with
+[`StatisticsObserver.statistics()`][aioseq.observe.StatisticsObserver.statistics], export it however
+you like), and [`OpenTelemetryObserver`][aioseq.observe.OpenTelemetryObserver] records OpenTelemetry
+metrics (``pip install 'aioseq[otel]'``). Logging goes to the standard ``logging`` logger
+``"aioseq"``: retries at DEBUG, retry policies running out and allocator give-backs at INFO. Nothing
+logged or reported contains credentials or item contents: operations, error codes, counter keys and
 counts only.
 """
 
@@ -136,12 +141,12 @@ class RefillEvent:
 @dataclass(frozen=True)
 class WasteEvent:
     """Numbers a counter took and will never hand out (a gap): a block allocator's, or those
-    of an unresolved lost answer (see :data:`WasteReason`).
+    of an unresolved lost answer (see `WasteReason`).
 
     Attributes:
         counter_key: the counter key.
         numbers: how many.
-        reason: see :data:`WasteReason`.
+        reason: see `WasteReason`.
     """
 
     counter_key: str
@@ -152,7 +157,7 @@ class WasteEvent:
 @dataclass(frozen=True)
 class EvictEvent:
     """A store dropped the object it shared for a counter key, idle for ``idle_secs`` at least
-    (see :class:`~aioseq.DynamoStore`'s ``idle_secs``).
+    (see [`DynamoStore`][aioseq.DynamoStore]'s ``idle_secs``).
 
     Attributes:
         counter_key: the counter key.
@@ -205,7 +210,7 @@ def notify(hook: Callable[[E], None], event: E) -> None:
 
 @dataclass(frozen=True)
 class ObservedStatistics:
-    """A snapshot of what a :class:`StatisticsObserver` saw.
+    """A snapshot of what a [`StatisticsObserver`][aioseq.observe.StatisticsObserver] saw.
 
     Attributes:
         requests: requests by operation (``{"UpdateItem": 12, ...}``).
@@ -217,7 +222,7 @@ class ObservedStatistics:
         refills: block allocator refills that reserved numbers.
         failed_refills: refills that failed.
         refill_secs: total refill latency, in seconds; ``max_refill_secs`` the longest.
-        wasted: wasted numbers by :data:`WasteReason`.
+        wasted: wasted numbers by `WasteReason`.
         evictions: idle objects dropped by their store.
     """
 
@@ -237,7 +242,8 @@ class ObservedStatistics:
 
 class StatisticsObserver(Observer):
     """Sums every event in memory. Share one between stores if you like; read it with
-    :meth:`statistics` (e.g. from a ``/metrics`` endpoint or a periodic log line)."""
+    [`statistics()`][aioseq.observe.StatisticsObserver.statistics] (e.g. from a ``/metrics``
+    endpoint or a periodic log line)."""
 
     def __init__(self) -> None:
         self._requests: Counter[str] = Counter()

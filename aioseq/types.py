@@ -44,8 +44,8 @@ class CounterStatistics:
         recovered: numbers of writes whose answer was lost, found applied when resent (their
             callers got them, once).
         unresolved: numbers of writes whose answer was lost and whose outcome could not be
-            told any more (see :data:`~aioseq.config.RECENT_WRITES`): possibly taken, never
-            handed out.
+            told any more (see [`RECENT_WRITES`][aioseq.config.RECENT_WRITES]): possibly taken,
+            never handed out.
     """
 
     numbers: int = 0

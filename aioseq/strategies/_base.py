@@ -57,7 +57,7 @@ def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -
 
 
 def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
-    """The :class:`~aioseq.config.GroupCommit` a strategy's ``group=`` argument asks for
+    """The [`GroupCommit`][aioseq.GroupCommit] a strategy's ``group=`` argument asks for
     (``None``: each call commits alone).
 
     Raises:
@@ -81,29 +81,30 @@ class Strategy:
     """Base of the strategy classes: binds a store and a key, counts what it does.
 
     Parameters:
-        store: the :class:`~aioseq.DynamoStore` to send requests through.
+        store: the [`DynamoStore`][aioseq.DynamoStore] to send requests through.
         key: the counter key (partition key value): a non-empty ``str`` of at most 2048 UTF-8
             bytes; any characters (it is sent as a value, never inside an expression).
         max_value: the highest number this object hands out (1 .. ``10**38 - 1``, the
-            default); pass :data:`~aioseq.config.MAX_SAFE_INTEGER` (2**53 - 1) for numbers
-            that JavaScript reads exactly. Past it, :class:`~aioseq.errors.NumberOutOfRange` is
-            raised and nothing is written: every write is conditional on the value it
-            replaces, so the counter never passes it.
+            default); pass [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] (2**53 - 1) for
+            numbers that JavaScript reads exactly. Past it,
+            [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] is raised and nothing is written:
+            every write is conditional on the value it replaces, so the counter never passes it.
         max_in_flight: for the strategies whose writes are conditional, how many calls on this
             object may race for the next number at once; the others wait their turn in FIFO
             order. Calls in one process racing each other only burn writes (one winner per
             round trip, O(C**2) requests for C callers), so the default is 1; raise it to
             measure contention. ``None``: no limit.
 
-        numbering: the :class:`~aioseq.Numbering` recorded on the counter item and required
+        numbering: the [`Numbering`][aioseq.Numbering] recorded on the counter item and required
             there (default: ``stride=1 offset=1`` with ``max_value``, as the strategies hand
-            out the counter's values themselves; a :class:`~aioseq.BlockAllocator` passes its
-            own to the atomic counter it owns).
+            out the counter's values themselves; a [`BlockAllocator`][aioseq.BlockAllocator] passes
+            its own to the atomic counter it owns).
 
-    The object's :attr:`numbering` is ``stride=1 offset=1`` with its ``max_value`` unless
-    ``numbering`` says otherwise. Those with a counter item record it
-    there on the first write and refuse a counter item that recorded another
-    (:class:`~aioseq.errors.NumberingMismatch`; see :mod:`aioseq.numbering`).
+    The object's [`numbering`][aioseq.AtomicCounter.numbering] is ``stride=1 offset=1`` with its
+    ``max_value`` unless ``numbering`` says otherwise. Those with a counter item record it there on
+    the first write and refuse a counter item that recorded another
+    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]; see
+    [`aioseq.numbering`][aioseq.numbering]).
 
     Raises:
         ConfigurationError: a bad key, ``max_value`` or ``max_in_flight``.
@@ -171,10 +172,10 @@ class Strategy:
         )
 
     def _check_open(self, *, store_closing_ok: bool = False) -> None:
-        """Raise :class:`~aioseq.errors.StoreClosed` once this object or its store is closed
+        """Raise [`StoreClosed`][aioseq.errors.StoreClosed] once this object or its store is closed
         (``store_closing_ok``: this object only, for the work a store's close does through
-        it), and :class:`~aioseq.errors.WrongEventLoop` from an event loop other than the one
-        it first ran in (its lock and its group belong to that loop)."""
+        it), and [`WrongEventLoop`][aioseq.errors.WrongEventLoop] from an event loop other than the
+        one it first ran in (its lock and its group belong to that loop)."""
         if self._closed or (self.store.closed and not store_closing_ok):
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
         self._binding.check()
@@ -199,10 +200,10 @@ class Strategy:
         return 0, 0
 
     async def aclose(self) -> None:
-        """Refuse new calls (:class:`~aioseq.errors.StoreClosed`); when grouped, let the group
-        in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
-        :meth:`DynamoStore.aclose <aioseq.DynamoStore.aclose>` calls it for every object made
-        on the store. No DynamoDB call."""
+        """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]); when grouped, let the
+        group in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
+        [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] calls it for every object made on the
+        store. No DynamoDB call."""
         self._closed = True
         if self._group is not None:
             await self._group.close()

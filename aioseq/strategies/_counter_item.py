@@ -20,7 +20,7 @@ class CounterItem:
     """Counter ``key``'s counter item in ``store``'s table, as last seen.
 
     A conditional write on the value last seen is always safe: if another writer moved the
-    counter, the condition fails and its ``ALL_OLD`` item (passed to :meth:`saw`) corrects
+    counter, the condition fails and its ``ALL_OLD`` item (passed to `saw()`) corrects
     the guess, with no second read.
 
     Parameters:
@@ -74,7 +74,7 @@ class CounterItem:
         self._seen, self._known = item, known
 
     def check_number(self, n: int) -> int:
-        """``n`` if it is at most :attr:`max_value` (and 38 digits).
+        """``n`` if it is at most `max_value` (and 38 digits).
 
         Raises:
             NumberOutOfRange: it is not.
@@ -86,12 +86,12 @@ class CounterItem:
 
     def new_write(self, before: CounterState, n: int) -> CounterWrite:
         """A conditional write that takes the ``n`` numbers after ``before``, with a fresh
-        token, recording :attr:`numbering` (its condition requires the numbering ``before``
+        token, recording `numbering` (its condition requires the numbering ``before``
         holds, so a numbering changed since fails it).
 
         Raises:
             NumberingMismatch: ``before`` recorded another numbering (nothing is sent).
-            NumberOutOfRange: they pass :attr:`max_value` (or 38 digits).
+            NumberOutOfRange: they pass `max_value` (or 38 digits).
         """
         text = self.numbering.encode()
         if before.numbering is not None and before.numbering != text:

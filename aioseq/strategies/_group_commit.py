@@ -3,7 +3,7 @@
 One commit serves the puts a flush of the strategy's coalescer hands it (or a lone put, when
 ungrouped): it takes the waiting puts into one write, sends it, and hands out its numbers in
 order once it is known to be stored. The strategy supplies the parts that differ, as an
-:class:`ItemWriter`: how a group is chosen and its write built, how it is sent, and what a
+`ItemWriter`: how a group is chosen and its write built, how it is sent, and what a
 failed condition means. The skeleton owns the rest, written once:
 
 - the write in flight is resent as it is (same numbers, items and tokens) after an error that
@@ -53,7 +53,7 @@ W = TypeVar("W", bound=ItemWrite)
 
 
 class Settled(enum.Enum):
-    """What a write's failed condition means (:meth:`ItemWriter.judge`)."""
+    """What a write's failed condition means (`ItemWriter.judge()`)."""
 
     #: An earlier attempt of it was applied (its answer was lost): hand out its numbers.
     APPLIED = "applied"
@@ -66,7 +66,7 @@ class Settled(enum.Enum):
 
 
 class ItemWriter(Protocol[W]):
-    """What a strategy supplies to :class:`GroupCommitter`."""
+    """What a strategy supplies to `GroupCommitter`."""
 
     async def prepare(self, puts: list[Put], limit: int | None) -> W | None:
         """The next write for the waiting ``puts`` (at most ``limit`` of them), or ``None``
@@ -103,13 +103,13 @@ def split_refused(group: Sequence[Put], exc: ValidationFailed) -> int | None:
 
 
 class GroupCommitter(Generic[W]):
-    """Commits groups of puts through one :class:`ItemWriter`.
+    """Commits groups of puts through one `ItemWriter`.
 
     Parameters:
         writer: the strategy's parts.
         run: runs an attempt under the store's retry engine in the strategy's turn (the
             strategy's ``_retry``).
-        classify: the strategy's :class:`~aioseq._retry.Verdict` on a failed attempt.
+        classify: the strategy's `Verdict` on a failed attempt.
         handed_out: told how many numbers each stored write handed out.
         rebuild_abandoned: build a write afresh when every put of the one in flight was
             cancelled and it cannot have been applied (the sort-key strategy), rather than
@@ -134,7 +134,7 @@ class GroupCommitter(Generic[W]):
         self.handed_out = handed_out
         self.rebuild_abandoned = rebuild_abandoned
         #: After DynamoDB refused a group as invalid: the most puts per write (see
-        #: :func:`split_refused`); ``None``: as many as the strategy takes.
+        #: `split_refused()`); ``None``: as many as the strategy takes.
         self.limit: int | None = None
 
     async def commit(self, puts: list[Put]) -> None:

@@ -12,7 +12,8 @@ in a gapless sequence), "mine" hands out numbers twice.
 
 So each write carries a fresh idempotency token (as Stripe's API keys its requests, and as
 DynamoDB's own ``ClientRequestToken`` makes a transaction idempotent) and records it on the
-counter item in the same write, in a ring of the last :data:`~aioseq.config.RECENT_WRITES`::
+counter item in the same write, in a ring of the last
+[`RECENT_WRITES`][aioseq.config.RECENT_WRITES]::
 
     SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
     IF  #value = :current AND #writes = :w
@@ -21,7 +22,7 @@ counter item in the same write, in a ring of the last :data:`~aioseq.config.RECE
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so its failure returns the counter item with
 no second read: the write was applied if and only if slot ``w % 32`` holds its token. That is
 decisive while fewer than 32 writes followed it (``aioseq_writes - w <= 32``); beyond that the
-token has been overwritten and :meth:`CounterWrite.applied_in` says it cannot tell (``None``),
+token has been overwritten and `CounterWrite.applied_in()` says it cannot tell (``None``),
 which the strategies count as numbers that may be lost, never as numbers to hand out.
 
 The ring costs nothing extra per write: the tokens ride in the write that moves the counter,
@@ -64,10 +65,10 @@ class CounterState:
         exists: whether the counter item exists.
         writes: its ``aioseq_writes``, or ``None`` when it has none (a counter item made by
             the atomic counter, or by aioseq before 0.2).
-        tokens: its ring of :data:`~aioseq.config.RECENT_WRITES` tokens, or ``None`` when it
-            has none of that length.
+        tokens: its ring of [`RECENT_WRITES`][aioseq.config.RECENT_WRITES] tokens, or ``None`` when
+            it has none of that length.
         numbering: its recorded numbering's text (``aioseq_numbering``, see
-            :mod:`aioseq.numbering`), or ``None`` when it has none.
+            [`aioseq.numbering`][aioseq.numbering]), or ``None`` when it has none.
     """
 
     value: int = 0
@@ -104,12 +105,12 @@ class CounterState:
 class CounterWrite:
     """One conditional write that moves a counter item from ``before`` to value ``new`` and
     records ``token`` in its ring of recent writes (and ``numbering``, if given, as the counter
-    item's numbering: see :mod:`aioseq.numbering`).
+    item's numbering: see [`aioseq.numbering`][aioseq.numbering]).
 
     Attributes:
         before: the counter item the write expects (its condition).
         new: the counter's value after the write.
-        token: the write's idempotency token (:func:`new_token`).
+        token: the write's idempotency token (`new_token()`).
         numbering: the numbering text the write records, or ``None`` to leave it alone.
     """
 
@@ -210,7 +211,7 @@ class CounterWrite:
 
         Returns:
             True: applied (its token is in its slot); False: not applied; None: cannot tell,
-            because more than :data:`~aioseq.config.RECENT_WRITES` writes followed it, a
+            because more than [`RECENT_WRITES`][aioseq.config.RECENT_WRITES] writes followed it, a
             writer outside aioseq removed the ring, or no counter item came back.
 
         Raises:

@@ -42,18 +42,18 @@ class AtomicCounter(Strategy):
     leaves out an ``if_not_exists`` that kept its value). The condition only guards against a
     counter item without a value, with a non-number or a negative one, or one that would pass
     ``max_value``, or one that recorded another numbering than this object's (see
-    :mod:`aioseq.numbering`: the first ``ADD`` records it, in the same request); it never fails
-    between well-behaved writers of one numbering. DynamoDB applies writes to one item one at a
-    time, so the numbers are unique (AWS Database Blog, "Implement auto-increment with Amazon
-    DynamoDB").
+    [`aioseq.numbering`][aioseq.numbering]: the first ``ADD`` records it, in the same request); it
+    never fails between well-behaved writers of one numbering. DynamoDB applies writes to one item
+    one at a time, so the numbers are unique (AWS Database Blog, "Implement auto-increment with
+    Amazon DynamoDB").
 
     A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
     compare and test types, they cannot test whether a number is whole): the ``ADD`` is
     applied, aioseq sees the fraction it returns, puts the old value back with a conditional
     ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering if the ``ADD``
     recorded it) (one more write, skipped if another writer got
-    there first) and raises :class:`~aioseq.errors.CounterValueInvalid`. No number is handed
-    out from a fraction.
+    there first) and raises [`CounterValueInvalid`][aioseq.errors.CounterValueInvalid]. No number is
+    handed out from a fraction.
 
     Guarantees:
         - unique: always, across processes and hosts (single-region tables; see docs/guarantees.md
@@ -69,20 +69,20 @@ class AtomicCounter(Strategy):
     numbers it takes; no reads. One counter item takes ~1,000 writes/s at most.
 
     Parameters:
-        store, key: see :class:`~aioseq.strategies._base.Strategy`.
+        store, key: see `Strategy`.
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
-            :data:`~aioseq.config.MAX_SAFE_INTEGER` for JavaScript readers). The ``ADD``'s
-            condition keeps the counter at or below it.
-        numbering: the :class:`~aioseq.Numbering` the counter item records and requires
+            [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] for JavaScript readers). The
+            ``ADD``'s condition keeps the counter at or below it.
+        numbering: the [`Numbering`][aioseq.Numbering] the counter item records and requires
             (default ``stride=1 offset=1`` with ``max_value``); a
-            :class:`~aioseq.BlockAllocator` passes its own, as it maps the counter's values to
-            numbers itself.
+            [`BlockAllocator`][aioseq.BlockAllocator] passes its own, as it maps the counter's
+            values to numbers itself.
 
     Raises:
         ConfigurationError: a bad key or ``max_value``.
 
     The numbering recorded is ``stride=1 offset=1`` with ``max_value`` (when not the default);
-    a :class:`~aioseq.BlockAllocator` records its own through the counter it owns.
+    a [`BlockAllocator`][aioseq.BlockAllocator] records its own through the counter it owns.
     """
 
     def __init__(
@@ -97,7 +97,8 @@ class AtomicCounter(Strategy):
         super().__init__(store, key, max_value=max_value, max_in_flight=None, numbering=numbering)
 
     async def next(self) -> int:
-        """The next number (a positive ``int``). See :meth:`next_many` for errors and cost."""
+        """The next number (a positive ``int``). See [`next_many()`][aioseq.AtomicCounter.next_many]
+        for errors and cost."""
         return (await self.next_many(1)).start
 
     async def next_many(self, n: int) -> range:

@@ -37,11 +37,11 @@ class OptimisticCounter(Strategy):
     and the next attempt needs no second read; after a success the object remembers the value
     it wrote. So ``c`` is a guess that the condition checks, and a wrong guess costs one failed
     write, never a wrong number. Lost races are retried with jittered backoff, up to the
-    store's :class:`~aioseq.config.RetryPolicy`.
+    store's [`RetryPolicy`][aioseq.RetryPolicy].
 
     **Lost answers.** Each write carries a fresh idempotency token and records it in the
     counter item's ring of its last 32 writes (``aioseq_tokens``; see
-    :mod:`aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
+    `aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
     a 5xx) is resent as it is; if the resend fails its condition, the counter item it returns
     says whether the first attempt was applied: then its numbers are handed out, not skipped.
     It cannot be told when 32 or more writes followed it before the resend, or when no resend
@@ -70,11 +70,11 @@ class OptimisticCounter(Strategy):
     grow: prefer the atomic counter for raw numbers.
 
     Parameters:
-        store, key, max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
+        store, key, max_in_flight: see `Strategy`.
         write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
         max_value: the highest number handed out (see
-            :class:`~aioseq.strategies._base.Strategy`).
-        group: group commit of concurrent calls, a :class:`~aioseq.config.GroupCommit`
+            `Strategy`).
+        group: group commit of concurrent calls, a [`GroupCommit`][aioseq.GroupCommit]
             (``True``, the default, is ``GroupCommit()``; ``False``: one write per call): the
             k numbers the waiting callers want come from one read-free conditional write of
             ``current + k``, handed out in arrival order. The guarantees stay the same; one
@@ -101,7 +101,7 @@ class OptimisticCounter(Strategy):
         self.write: WriteForm = write
 
     async def next(self) -> int:
-        """The next number. See :meth:`next_many`."""
+        """The next number. See [`next_many()`][aioseq.OptimisticCounter.next_many]."""
         return (await self.next_many(1)).start
 
     async def next_many(self, n: int) -> range:
@@ -130,7 +130,7 @@ class OptimisticCounter(Strategy):
 
         A write is resent as it is (same condition, same token) until its outcome is known:
         after an error that may hide its success, a failed condition is judged by the token
-        ring on the counter item (:meth:`_was_applied`), so a write whose answer was lost hands
+        ring on the counter item (`_was_applied()`), so a write whose answer was lost hands
         its numbers out instead of skipping them."""
         table = self.store.table
         pending: CounterWrite | None = None  # the write in flight, until its outcome is known

@@ -51,7 +51,7 @@ class SortKeyCounter(Strategy):
 
     When the put loses a race (the sort key was just taken), ``on_conflict="requery"`` (the
     default) queries again, ``"increment"`` tries the next sort key without reading; both are
-    retried with jittered backoff up to the store's :class:`~aioseq.config.RetryPolicy`.
+    retried with jittered backoff up to the store's [`RetryPolicy`][aioseq.RetryPolicy].
     ``increment`` saves a query per lost race but falls behind when other writers keep
     adding items (each attempt moves it up by one only): use it where races are rare.
 
@@ -60,14 +60,14 @@ class SortKeyCounter(Strategy):
     character, so ``"10" < "9"`` unless padded: AWS's Chinese edition of the post above).
 
     **Exactly once.** Every put carries an idempotency token, stored in its item as
-    ``aioseq_token`` (S; :data:`~aioseq.config.TOKEN_ATTRIBUTE`, so ``attributes`` may not use
-    that name), and every conditional put asks for ``ReturnValuesOnConditionCheckFailure=
-    ALL_OLD``. A write whose answer was lost (a timeout, a reset, a 5xx) is resent as it is
-    (same numbers, items and tokens; a group's transaction also with the same
-    ``ClientRequestToken``). If the resend fails its condition, the item that holds the number
-    comes back with the failure: if it carries this put's token, the earlier attempt was
-    applied and its number is returned; otherwise another writer took the number and the put
-    moves on. An item is never stored under two numbers.
+    ``aioseq_token`` (S; [`TOKEN_ATTRIBUTE`][aioseq.config.TOKEN_ATTRIBUTE], so ``attributes`` may
+    not use that name), and every conditional put asks for ``ReturnValuesOnConditionCheckFailure=
+    ALL_OLD``. A write whose answer was lost (a timeout, a reset, a 5xx) is resent as it is (same
+    numbers, items and tokens; a group's transaction also with the same ``ClientRequestToken``). If
+    the resend fails its condition, the item that holds the number comes back with the failure: if
+    it carries this put's token, the earlier attempt was applied and its number is returned;
+    otherwise another writer took the number and the put moves on. An item is never stored under two
+    numbers.
 
     Guarantees:
         - unique: always (the put is conditional on the key being free).
@@ -91,9 +91,9 @@ class SortKeyCounter(Strategy):
         on_conflict: ``"requery"`` or ``"increment"``.
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
-        max_value: the highest number used (see :class:`~aioseq.strategies._base.Strategy`).
-        max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
-        group: group commit of concurrent puts, a :class:`~aioseq.config.GroupCommit`
+        max_value: the highest number used (see `Strategy`).
+        max_in_flight: see `Strategy`.
+        group: group commit of concurrent puts, a [`GroupCommit`][aioseq.GroupCommit]
             (``True``, the default, is ``GroupCommit()``; ``False``: one put per call): the
             waiting items (up to ``max_size`` <= 100 and ~4 MB) are numbered after one
             query and written by one ``TransactWriteItems`` of conditional puts, all or
@@ -169,7 +169,8 @@ class SortKeyCounter(Strategy):
         return await self._retry(self._query_max)
 
     async def exists(self) -> bool:
-        """Whether the collection holds a numbered item (one ``Query``, as :meth:`current`).
+        """Whether the collection holds a numbered item (one ``Query``, as
+        [`current()`][aioseq.SortKeyCounter.current]).
 
         Raises:
             CounterValueInvalid: the highest sort key is not a whole number.
@@ -217,9 +218,10 @@ class SortKeyCounter(Strategy):
             ``n``, the item's sort key (a positive ``int``).
 
         Raises:
-            ConfigurationError: bad attributes: not a mapping (an item function, as
-                :meth:`TransactionalCounter.put` takes, included), a value with no DynamoDB
-                type, a key attribute, or an item over 400 KB (nothing is written).
+            ConfigurationError: bad attributes: not a mapping (such as an item function,
+                which [`TransactionalCounter.put`][aioseq.TransactionalCounter.put] takes), a
+                value with no DynamoDB type, a key attribute, or an item over 400 KB (nothing
+                is written).
             NumberOutOfRange: the next number is above ``max_value`` or does not fit
                 (nothing is written).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
@@ -252,7 +254,7 @@ class SortKeyCounter(Strategy):
         return await self._through(self._group, self._commit, extra)
 
     async def _commit(self, puts: list[Put]) -> None:
-        """One commit (see :mod:`aioseq.strategies._group_commit`), from a fresh ``Query`` of
+        """One commit (see `aioseq.strategies._group_commit`), from a fresh ``Query`` of
         the collection's highest number."""
         self._highest = None
         await self._committer.commit(puts)

@@ -56,8 +56,8 @@ class TransactionalCounter(Strategy):
 
     The transaction's ``CancellationReasons`` say what failed:
 
-    - the item's condition: the item exists, :class:`~aioseq.errors.ItemAlreadyExists` is
-      raised at once and the counter is unchanged;
+    - the item's condition: the item exists, [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]
+      is raised at once and the counter is unchanged;
     - the counter's condition: another writer won; its value comes back in the reason
       (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and the transaction is tried again with
       it, no second read;
@@ -65,7 +65,7 @@ class TransactionalCounter(Strategy):
       sent again after a jittered backoff, with the same ``ClientRequestToken``. A new counter
       value gets a new token.
 
-    All retries are bounded by the store's :class:`~aioseq.config.RetryPolicy`.
+    All retries are bounded by the store's [`RetryPolicy`][aioseq.RetryPolicy].
 
     **Lost answers** are resolved twice over. DynamoDB answers a resent transaction whose
     ``ClientRequestToken`` it has seen in the last 10 minutes with the first attempt's success,
@@ -73,7 +73,7 @@ class TransactionalCounter(Strategy):
     own resends stop after ``RetryPolicy.max_delay_secs``, 60 s by default, so only a policy
     set above 600 s gets there), or on a server that ignores the token (moto), the resend is
     canceled on the counter's condition, and the counter item it returns (``ALL_OLD``) holds
-    the token in its ring of the last 32 writes (see :mod:`aioseq.strategies._recent_writes`):
+    the token in its ring of the last 32 writes (see `aioseq.strategies._recent_writes`):
     the transaction is then known to be applied and its numbers are handed out. The same token
     serves as ``ClientRequestToken`` and in the ring. A resend canceled for transient reasons
     only (a conflict, throttling) is sent again unchanged. If 32 or more transactions followed
@@ -116,10 +116,10 @@ class TransactionalCounter(Strategy):
         number_attribute: the attribute that receives the number when ``put`` is given a
             mapping (default ``"number"``).
         max_value: the highest number handed out (see
-            :class:`~aioseq.strategies._base.Strategy`).
-        max_in_flight: see :class:`~aioseq.strategies._base.Strategy`.
+            `Strategy`).
+        max_in_flight: see `Strategy`.
         group: group commit of concurrent puts (see above), a
-            :class:`~aioseq.config.GroupCommit` (``True``, the default, is ``GroupCommit()``:
+            [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
 
     Raises:

@@ -1,18 +1,21 @@
 """Servers and fixtures for testing code that uses aioseq (and aioseq itself).
 
-- :class:`SerializedMotoServer` / :class:`MotoServerProcess`: moto's DynamoDB on 127.0.0.1
-  with every request serialized (the ``server`` extra).
-- :class:`DynamoDBLocal`: Amazon DynamoDB Local, started only inside a loopback-only network
-  namespace.
-- :class:`FaultProxy` / :class:`FaultSchedule`: a fault-injecting proxy between a client and
-  a server (throttling, 500s, transaction conflicts, resets, timeouts, lost answers).
-- :class:`CapacityModel`: makes the proxy act like AWS under load: a write budget per item,
-  throttled as DynamoDB throttles a hot key, and a round trip per request.
-- :func:`serving` / :func:`serving_endpoint`: the endpoint given (or configured), or a moto
-  or DynamoDB Local server started for a ``with`` block (:class:`Endpoint`,
-  :class:`ServerUnavailable`).
+- [`SerializedMotoServer`][aioseq.testing.SerializedMotoServer] /
+  [`MotoServerProcess`][aioseq.testing.MotoServerProcess]: moto's DynamoDB on 127.0.0.1 with every
+  request serialized (the ``server`` extra).
+- [`DynamoDBLocal`][aioseq.testing.DynamoDBLocal]: Amazon DynamoDB Local, started only inside a
+  loopback-only network namespace.
+- [`FaultProxy`][aioseq.testing.FaultProxy] / [`FaultSchedule`][aioseq.testing.FaultSchedule]: a
+  fault-injecting proxy between a client and a server (throttling, 500s, transaction conflicts,
+  resets, timeouts, lost answers).
+- [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a write
+  budget per item, throttled as DynamoDB throttles a hot key, and a round trip per request.
+- [`serving()`][aioseq.testing.serving] / [`serving_endpoint()`][aioseq.testing.serving_endpoint]:
+  the endpoint given (or configured), or a moto or DynamoDB Local server started for a ``with``
+  block ([`Endpoint`][aioseq.testing.Endpoint],
+  [`ServerUnavailable`][aioseq.testing.ServerUnavailable]).
 - pytest fixtures (``aioseq_endpoint``, ``aioseq_store``...), registered automatically as the
-  ``aioseq`` pytest plugin: see :mod:`aioseq.testing.pytest_plugin`.
+  ``aioseq`` pytest plugin: see [`aioseq.testing.pytest_plugin`][aioseq.testing.pytest_plugin].
 
 The names are imported on first use, so that ``python -m aioseq.testing.moto_server`` and
 ``python -m aioseq.testing.dynamodb_local`` run their modules once, and importing this package

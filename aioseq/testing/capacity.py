@@ -3,9 +3,9 @@
 DynamoDB Local and moto never throttle and answer in microseconds, so a test against them
 cannot show how a strategy behaves on a hot key in AWS: how often its writes are throttled,
 how much of its work is wasted on retries, whether its numbers stay exact while the store
-retries. Give a :class:`CapacityModel` to :class:`~aioseq.testing.fault_proxy.FaultProxy`
-(``capacity=``) and the proxy answers writes over budget as DynamoDB does, and delays every
-request by a round trip.
+retries. Give a [`CapacityModel`][aioseq.testing.CapacityModel] to
+[`FaultProxy`][aioseq.testing.FaultProxy] (``capacity=``) and the proxy answers writes over budget
+as DynamoDB does, and delays every request by a round trip.
 
 What it models
 --------------
@@ -14,13 +14,13 @@ What it models
   partition keys effectively"; "Service, account, and table quotas": per-partition
   throughput). A counter item is one key, so that limit is a counter's limit. The model keeps
   a token bucket per item, keyed by the table name and the item's full primary key as sent,
-  refilled continuously at :attr:`CapacityModel.item_wcu_per_sec` and holding
-  :attr:`CapacityModel.burst_secs` of it. A ``PutItem`` sends a whole item: its key
+  refilled continuously at `CapacityModel.item_wcu_per_sec` and holding
+  `CapacityModel.burst_secs` of it. A ``PutItem`` sends a whole item: its key
   attributes are learnt from traffic (any request's ``Key``, a ``CreateTable`` or
   ``DescribeTable``); until then each distinct item put counts as an item of its own.
 - **Write costs** ("Read/write capacity mode"; "Managing throughput for transactions"; the
   "Capacity unit consumption" pages): ``PutItem`` costs ``ceil(size / 1 KB)`` WCU, at least 1,
-  from the size of the item sent (:func:`aioseq._values.item_size`); ``UpdateItem`` and
+  from the size of the item sent (`aioseq._values.item_size()`); ``UpdateItem`` and
   ``DeleteItem`` cost 1 WCU, since their cost depends on the stored item's size, which the
   proxy cannot see (aioseq's counter items stay under 1 KB); each ``Put``, ``Update``,
   ``Delete`` and ``ConditionCheck`` action of a ``TransactWriteItems`` costs twice that on its
@@ -36,7 +36,7 @@ What it models
   ``{"Code": "ThrottlingError", "Message": ...}`` at each action over budget and
   ``{"Code": "None"}`` elsewhere. A throttled request consumes nothing and never reaches the
   server.
-- **A round trip** per request, drawn uniformly from :attr:`CapacityModel.round_trip_secs`
+- **A round trip** per request, drawn uniformly from `CapacityModel.round_trip_secs`
   (seeded): half before the request reaches the server, half before the client gets the
   answer, so the winner of a race also hears of it late, as it does across a network.
 
@@ -59,8 +59,10 @@ What it does not model
 - **The stored item's size.** An ``UpdateItem`` or ``DeleteItem`` of an item over 1 KB costs
   more in DynamoDB than here, and a ``PutItem`` over a larger item costs the larger size.
 
-The pure part (:func:`write_actions`, :class:`CapacityLedger`, :func:`throttled_answer`)
-does no I/O and takes an injected clock, so it is tested without a server.
+The pure part ([`write_actions()`][aioseq.testing.capacity.write_actions],
+[`CapacityLedger`][aioseq.testing.capacity.CapacityLedger],
+[`throttled_answer()`][aioseq.testing.capacity.throttled_answer]) does no I/O and takes an injected
+clock, so it is tested without a server.
 """
 
 from __future__ import annotations
@@ -166,7 +168,8 @@ class CapacityModel:
         return self.item_wcu_per_sec * self.burst_secs
 
     def ledger(self, *, clock: Callable[[], float] = time.monotonic) -> CapacityLedger:
-        """A fresh :class:`CapacityLedger` (full buckets, draws from the start)."""
+        """A fresh [`CapacityLedger`][aioseq.testing.capacity.CapacityLedger] (full buckets, draws
+        from the start)."""
         return CapacityLedger(self, clock=clock)
 
 
@@ -258,11 +261,13 @@ def write_actions(
 
 @dataclass(frozen=True)
 class Admission:
-    """What :meth:`CapacityLedger.admit` decided for one request.
+    """What [`CapacityLedger.admit()`][aioseq.testing.capacity.CapacityLedger.admit] decided for one
+    request.
 
     Attributes:
         operation: the DynamoDB operation.
-        actions: the items it writes (:func:`write_actions`); empty when not budgeted.
+        actions: the items it writes ([`write_actions()`][aioseq.testing.capacity.write_actions]);
+            empty when not budgeted.
         over_budget: the indexes in ``actions`` whose item lacked the budget; empty when
             admitted.
         wcu: WCU charged: the sum of ``actions``' costs when admitted, 0 when throttled.
@@ -280,9 +285,9 @@ class Admission:
 
 
 class CapacityLedger:
-    """The running state of one :class:`CapacityModel`: a token bucket per item, the
-    round-trip draws, and the key attributes learnt per table. No I/O, not thread-safe (the
-    proxy holds a lock around it).
+    """The running state of one [`CapacityModel`][aioseq.testing.CapacityModel]: a token bucket per
+    item, the round-trip draws, and the key attributes learnt per table. No I/O, not thread-safe
+    (the proxy holds a lock around it).
 
     Parameters:
         model: the budgets and round trips.
@@ -312,7 +317,7 @@ class CapacityLedger:
 
     def level(self, table: str, key: str, *, ceiling: float | None = None) -> float:
         """WCU in the bucket of item ``key`` of ``table`` now (``ceiling``: the bucket's size,
-        by default :attr:`CapacityModel.bucket_wcu`)."""
+        by default [`CapacityModel.bucket_wcu`][aioseq.testing.CapacityModel.bucket_wcu])."""
         top = self.model.bucket_wcu if ceiling is None else ceiling
         state = self._buckets.get((table, key))
         if state is None:

@@ -2,9 +2,10 @@
 
 Local servers never fail the way DynamoDB does: moto and DynamoDB Local throttle nothing,
 raise no ``TransactionConflictException``, never answer 500 and never lose an answer. Put a
-:class:`FaultProxy` between the client and the server and give the client its
-``endpoint_url``; a seeded :class:`FaultSchedule` decides, request by request, whether to pass
-the request through or to inject one of :data:`KINDS`:
+[`FaultProxy`][aioseq.testing.FaultProxy] between the client and the server and give the client its
+``endpoint_url``; a seeded [`FaultSchedule`][aioseq.testing.FaultSchedule] decides, request by
+request, whether to pass the request through or to inject one of
+[`KINDS`][aioseq.testing.fault_proxy.KINDS]:
 
 =======================  ==========================================================  =========
 kind                     what the client sees                                         applied?
@@ -30,17 +31,18 @@ Error bodies are DynamoDB's (``__type`` + ``message``, ``application/x-amz-json-
 botocore parses them as it parses the real ones. Resets are TCP resets (``SO_LINGER`` 0), so
 the client sees a lost connection, not an empty answer.
 
-With ``capacity=CapacityModel(...)`` (:mod:`aioseq.testing.capacity`) the proxy also acts like
-AWS under load: each item gets a write budget (a token bucket), a write over budget is answered
-as DynamoDB answers it (``ProvisionedThroughputExceededException``, or a
-``TransactionCanceledException`` with ``ThrottlingError`` reasons) without reaching the server,
-and every request gets a round trip. The schedule decides first (a request it fails never
-reaches the budget); a request that would reach the server is then admitted or throttled
-(after half its round trip and any ``delay``: when it "arrives"); the other half of the round
-trip comes before the answer. Throttles are counted apart from the schedule's faults, in
-:attr:`FaultProxy.throttled` (by operation), and reported to ``on_exchange`` with fault kind
-:data:`CAPACITY` (not applied). A ``delay`` or ``response-lost`` request over budget is not
-applied either: the client gets the reset it was scheduled to get.
+With ``capacity=CapacityModel(...)`` ([`aioseq.testing.capacity`][aioseq.testing.capacity]) the
+proxy also acts like AWS under load: each item gets a write budget (a token bucket), a write over
+budget is answered as DynamoDB answers it (``ProvisionedThroughputExceededException``, or a
+``TransactionCanceledException`` with ``ThrottlingError`` reasons) without reaching the server, and
+every request gets a round trip. The schedule decides first (a request it fails never reaches the
+budget); a request that would reach the server is then admitted or throttled (after half its round
+trip and any ``delay``: when it "arrives"); the other half of the round trip comes before the
+answer. Throttles are counted apart from the schedule's faults, in
+[`FaultProxy.throttled`][aioseq.testing.FaultProxy.throttled] (by operation), and reported to
+``on_exchange`` with fault kind [`CAPACITY`][aioseq.testing.fault_proxy.CAPACITY] (not applied). A
+``delay`` or ``response-lost`` request over budget is not applied either: the client gets the reset
+it was scheduled to get.
 
 Each exchange can be reported to an ``on_exchange`` callback (in the proxy's thread) with
 the request, the server's answer and whether the client got it: aioseq's history checker
@@ -100,7 +102,8 @@ from aioseq.testing.faults import FaultSchedule as FaultSchedule
 
 __all__ = ["CAPACITY", "KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
 
-#: The fault kind of a request throttled by the capacity model, in :class:`Exchange`.
+#: The fault kind of a request throttled by the capacity model, in
+#: [`Exchange`][aioseq.testing.fault_proxy.Exchange].
 CAPACITY = "capacity"
 
 _JSON = "application/x-amz-json-1.0"
@@ -119,8 +122,8 @@ class Exchange:
 
     Attributes:
         operation: the DynamoDB operation (``"UpdateItem"``...), from ``X-Amz-Target``.
-        fault: the injected kind, :data:`CAPACITY` for a write throttled by the capacity
-            model, or ``None``.
+        fault: the injected kind, [`CAPACITY`][aioseq.testing.fault_proxy.CAPACITY] for a write
+            throttled by the capacity model, or ``None``.
         request: the request body (DynamoDB JSON).
         status: the server's HTTP status, or ``None`` if the request never reached it.
         response: the server's answer body, or ``None`` if it never reached it.
@@ -167,18 +170,20 @@ def _reset(request: web.BaseRequest) -> None:
 
 class FaultProxy(Server):
     """An HTTP proxy on ``host:port`` (a background thread with its own event loop) that sends
-    every request to ``target_url`` unless its :class:`FaultSchedule` injects a fault.
+    every request to ``target_url`` unless its [`FaultSchedule`][aioseq.testing.FaultSchedule]
+    injects a fault.
 
     Use as a context manager, or ``start()`` / ``stop()``; ``endpoint_url`` is what the client
     connects to.
 
     Parameters:
         target_url: the server, e.g. ``"http://127.0.0.1:8000"``.
-        schedule: the faults (default: none); :meth:`set_schedule` changes it while running.
-        on_exchange: called with an :class:`Exchange` after each request, in the proxy's
-            thread; keep it quick.
+        schedule: the faults (default: none);
+            [`set_schedule()`][aioseq.testing.FaultProxy.set_schedule] changes it while running.
+        on_exchange: called with an [`Exchange`][aioseq.testing.fault_proxy.Exchange] after each
+            request, in the proxy's thread; keep it quick.
         capacity: an AWS-like write budget per item and round trip per request (see the
-            module doc and :mod:`aioseq.testing.capacity`); ``None``: neither.
+            module doc and [`aioseq.testing.capacity`][aioseq.testing.capacity]); ``None``: neither.
         host: the address to listen on; keep the loopback default.
         port: the TCP port; 0 picks a free one.
         clock: the capacity model's clock, monotonic seconds (a test injects one it moves
@@ -227,7 +232,7 @@ class FaultProxy(Server):
     @property
     def throttled(self) -> Counter[str]:
         """Requests throttled by the capacity model so far, by operation (a copy); not in
-        :attr:`injected`, which counts the schedule's faults."""
+        [`injected`][aioseq.testing.FaultProxy.injected], which counts the schedule's faults."""
         with self._lock:
             return Counter(self._throttled)
 
@@ -359,7 +364,7 @@ class FaultProxy(Server):
 
     @property
     def endpoint_url(self) -> str:
-        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        """``http://127.0.0.1:PORT``; valid after [`start()`][aioseq.testing.FaultProxy.start]."""
         if self._thread is None:
             raise RuntimeError("the proxy is not running; call start() first")
         return f"http://{self.host}:{self.port}"

@@ -1,6 +1,6 @@
-"""The faults :class:`~aioseq.testing.fault_proxy.FaultProxy` injects: their kinds, the seeded
-:class:`FaultSchedule` that picks one per request, and the answer DynamoDB sends for each
-error kind (the kinds are described in the proxy's module doc)."""
+"""The faults [`FaultProxy`][aioseq.testing.FaultProxy] injects: their kinds, the seeded
+[`FaultSchedule`][aioseq.testing.FaultSchedule] that picks one per request, and the answer DynamoDB
+sends for each error kind (the kinds are described in the proxy's module doc)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aioseq.errors import ConfigurationError
 __all__ = ["APPLIED_KINDS", "KINDS", "NO_FAULTS", "FaultSchedule", "error_body"]
 
 #: Every kind of fault the proxy injects, in the order of the table in
-#: :mod:`aioseq.testing.fault_proxy`.
+#: [`aioseq.testing.fault_proxy`][aioseq.testing.fault_proxy].
 KINDS: tuple[str, ...] = (
     "throughput-exceeded",
     "throttling",
@@ -43,7 +43,8 @@ class FaultSchedule:
     which is up to the order in which concurrent requests arrive).
 
     Attributes:
-        rates: probability per kind (see :data:`KINDS`), each in [0, 1], summing to <= 1.
+        rates: probability per kind (see [`KINDS`][aioseq.testing.faults.KINDS]), each in [0, 1],
+            summing to <= 1.
         seed: the random generator's seed.
         operations: DynamoDB operation names (``"TransactWriteItems"``, from the request's
             ``X-Amz-Target`` header) that may get faults; ``None``: every operation.

@@ -2,9 +2,10 @@
 
 moto's threaded server is not safe under concurrent requests: its DynamoDB backend has no
 per-item locking, so concurrent ``ADD``s lose updates and return duplicate values, and its
-transactions copy and roll back whole tables. :class:`SerializedMotoServer` serves moto's WSGI
-application behind one lock (the response body is produced inside it), which removes those
-races at the same throughput (moto's CPU cost per request is the limit either way, ~3 ms).
+transactions copy and roll back whole tables.
+[`SerializedMotoServer`][aioseq.testing.SerializedMotoServer] serves moto's WSGI application behind
+one lock (the response body is produced inside it), which removes those races at the same throughput
+(moto's CPU cost per request is the limit either way, ~3 ms).
 
 In-process ``mock_aws`` does not intercept aiohttp, which aiobotocore uses, hence a server.
 Needs the ``server`` extra: ``pip install 'aioseq[server]'``.
@@ -108,7 +109,8 @@ class SerializedMotoServer(Server):
 
     @property
     def endpoint_url(self) -> str:
-        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        """``http://127.0.0.1:PORT``; valid after
+        [`start()`][aioseq.testing.SerializedMotoServer.start]."""
         if self._server is None:
             raise RuntimeError("the server is not running; call start() first")
         return f"http://{self.host}:{self.port}"
@@ -129,17 +131,18 @@ def _reset(endpoint_url: str) -> None:
 
 
 class MotoServerProcess(Server):
-    """A :class:`SerializedMotoServer` in a child process (``python -m
-    aioseq.testing.moto_server``), so that moto's CPU work runs beside the client's instead of
-    sharing its interpreter lock: about twice the requests per second on two cores. Same
-    interface as :class:`SerializedMotoServer`.
+    """A [`SerializedMotoServer`][aioseq.testing.SerializedMotoServer] in a child process (``python
+    -m aioseq.testing.moto_server``), so that moto's CPU work runs beside the client's instead of
+    sharing its interpreter lock: about twice the requests per second on two cores. Same interface
+    as [`SerializedMotoServer`][aioseq.testing.SerializedMotoServer].
 
     Parameters:
         port: the TCP port on 127.0.0.1; 0 picks a free one.
         startup_timeout_secs: how long to wait for the child to listen.
 
     Raises:
-        RuntimeError: from :meth:`start`, if the child did not start in time.
+        RuntimeError: from [`start()`][aioseq.testing.MotoServerProcess.start], if the child did not
+            start in time.
     """
 
     def __init__(self, port: int = 0, *, startup_timeout_secs: float = 60.0) -> None:
@@ -186,7 +189,8 @@ class MotoServerProcess(Server):
 
     @property
     def endpoint_url(self) -> str:
-        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        """``http://127.0.0.1:PORT``; valid after
+        [`start()`][aioseq.testing.MotoServerProcess.start]."""
         if self._endpoint_url is None:
             raise RuntimeError("the server is not running; call start() first")
         return self._endpoint_url

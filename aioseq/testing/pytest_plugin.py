@@ -6,7 +6,7 @@
   ``AIOSEQ_REQUIRE_DYNAMODB_LOCAL=1``.
 - ``aioseq_endpoint``: the endpoint URL the next fixture uses; the moto server's by default.
   Override it in your ``conftest.py`` to test against another server.
-- ``aioseq_store``: an open :class:`~aioseq.DynamoStore` on a new, uniquely named table
+- ``aioseq_store``: an open [`DynamoStore`][aioseq.DynamoStore] on a new, uniquely named table
   (created before, deleted after the test).
 
 The async fixture needs pytest-asyncio (``pip install 'aioseq[test]'``), in either of its

@@ -1,8 +1,9 @@
 """The endpoint to talk to: the one given (or configured), or a test server started for the
 duration.
 
-:func:`serving_endpoint` is the one place that decides; :func:`serving` is its short form for
-callers that only want the URL (the soak, the benchmarks).
+[`serving_endpoint()`][aioseq.testing.serving_endpoint] is the one place that decides;
+[`serving()`][aioseq.testing.serving] is its short form for callers that only want the URL (the
+soak, the benchmarks).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class ServerUnavailable(RuntimeError):
 
     ``reason`` says why and what to do: moto not installed (``pip install 'aioseq[server]'``),
     or, for DynamoDB Local, Java or its jar missing or not in a loopback-only network namespace
-    (the reason :class:`~aioseq.testing.dynamodb_local.DynamoDBLocalUnavailable` gives).
+    (the reason [`DynamoDBLocalUnavailable`][aioseq.testing.DynamoDBLocalUnavailable] gives).
     """
 
     def __init__(self, kind: str, reason: str) -> None:
@@ -60,12 +61,12 @@ class ServerUnavailable(RuntimeError):
 def serving_endpoint(
     kind: str = "moto", endpoint_url: str | None = None, *, from_environment: bool = False
 ) -> Iterator[Endpoint]:
-    """The :class:`Endpoint` to talk to, for the duration of the ``with`` block.
+    """The [`Endpoint`][aioseq.testing.Endpoint] to talk to, for the duration of the ``with`` block.
 
     Parameters:
         kind: the server to start when no endpoint is given: ``"moto"``, the serialized moto
-            server in a child process (:class:`~aioseq.testing.moto_server.MotoServerProcess`),
-            or ``"dynamodb-local"`` (:class:`~aioseq.testing.dynamodb_local.DynamoDBLocal`,
+            server in a child process ([`MotoServerProcess`][aioseq.testing.MotoServerProcess]),
+            or ``"dynamodb-local"`` ([`DynamoDBLocal`][aioseq.testing.DynamoDBLocal],
             which refuses to run outside a loopback-only network namespace: run under
             ``scripts/in-loopback-netns``). The server is stopped on exit.
         endpoint_url: use this endpoint; nothing is started.
@@ -108,7 +109,8 @@ def serving(kind: str = "moto", endpoint_url: str | None = None) -> Iterator[str
     """The endpoint URL to talk to, for the duration of the ``with`` block: ``endpoint_url``
     when given (nothing is started), else a server of ``kind`` started here and stopped on
     exit: ``"moto"`` or ``"dynamodb-local"``. The environment is not read. The URL of
-    :func:`serving_endpoint`, which says more (whether a server was started, its kind).
+    [`serving_endpoint()`][aioseq.testing.serving_endpoint], which says more (whether a server was
+    started, its kind).
 
     Raises:
         ConfigurationError: an unknown ``kind`` (a ``ValueError``).

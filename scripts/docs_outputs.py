@@ -1,0 +1,306 @@
+"""The command outputs shown in README.md and docs/, generated from the code by cog.
+
+Each shown output sits between cog markers in its page, in an HTML comment that says what
+produces it::
+
+    <!-- [[[cog import docs_outputs as d; d.shell("ops", "aioseq create-table") ]]] -->
+    ```text
+    $ aioseq create-table
+    table 'aioseq' created
+    ```
+    <!-- [[[end]]] -->
+
+``make docs-outputs`` rewrites the pages (``cog -r``); ``make docs-outputs-check`` (a step of
+CI, ``.ci/run``) runs the same code and fails when a page differs (``cog --check --diff``).
+What varies from run to run (timestamps; the demo tables' figures) is masked: when a block's
+new output equals the page's once masked, the page's text is kept, so a page changes only when
+the output really did. ``DOCS_OUTPUTS_REFRESH=1`` writes every block anew (fresh timings);
+``DOCS_OUTPUTS_QUICK=1`` (the check) runs the demos with fewer numbers, all of them masked.
+
+Commands run in this process (``aioseq.cli.main``), stdout and stderr interleaved as a terminal
+shows them, against servers started here: a serialized moto server, reset for each session;
+DynamoDB Local on 127.0.0.1:8000 for the demo that names it (run under
+``scripts/in-loopback-netns``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PERFORMANCE = ROOT / "docs" / "performance"
+
+# What a run changes and the check ignores (applied to the page's block and the new one).
+TIMESTAMP = (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?"), "<timestamp>")
+# A measured table: every figure, and whether the allocator's gaps (allowed) showed at all.
+NUMBERS = (re.compile(r"\d[\d,.]*( \(allowed\))?"), "<n>")
+SPACING = (re.compile(r"[ \t]+|-{2,}"), " ")  # column widths follow the figures
+
+# argparse wraps its help to the terminal: fix the width, and no colour (Python 3.14).
+os.environ["COLUMNS"] = "100"
+os.environ["NO_COLOR"] = "1"
+
+_sessions: dict[str, _Session] = {}
+_server: Any = None
+
+
+def _cog() -> Any:
+    import cog  # type: ignore[import-not-found]  # the module cog provides while it runs
+
+    return cog
+
+
+def emit(
+    text: str, *, lang: str | None = "text", masks: Sequence[tuple[re.Pattern[str], str]] = ()
+) -> None:
+    """Write ``text`` as a fenced block (as it is if ``lang`` is None), or keep the page's block
+    if it equals the new one once masked."""
+    block = f"{text.rstrip()}\n" if lang is None else f"```{lang}\n{text.rstrip()}\n```\n"
+    previous = _cog().previous
+    if not os.environ.get("DOCS_OUTPUTS_REFRESH") and _masked(previous, masks) == _masked(
+        block, masks
+    ):
+        block = previous
+    _cog().out(block)
+
+
+def _masked(text: str, masks: Sequence[tuple[re.Pattern[str], str]]) -> str:
+    for pattern, replacement in masks:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def run_cli(argv: Sequence[str], env: dict[str, str | None] | None = None) -> tuple[str, int]:
+    """``aioseq ARGV`` in this process: (stdout and stderr interleaved, exit status), with the
+    environment variables of ``env`` set (removed where None) for the call."""
+    from aioseq import cli
+
+    captured = io.StringIO()
+    for handler in logging.root.handlers[:]:  # main() logs to the stderr of its call: this one
+        logging.root.removeHandler(handler)
+    saved = {name: os.environ.get(name) for name in env or {}}
+    _set_environment(env or {})
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            try:
+                status = cli.main(list(argv))
+            except SystemExit as exc:  # argparse: --help (0), a usage error (2)
+                status = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        _set_environment(saved)
+    return captured.getvalue(), status
+
+
+def _set_environment(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _transcript(commands: str, runner: Callable[[Sequence[str]], tuple[str, int]]) -> str:
+    lines = []
+    for command in commands.strip().splitlines():
+        argv = shlex.split(command)
+        assert argv[0] == "aioseq", command
+        output, status = runner(argv[1:])
+        lines.append(f"$ {command.strip()}")
+        lines.extend(output.rstrip("\n").splitlines())
+        if status:
+            lines.append(f"[exit {status}]")
+    return "\n".join(lines)
+
+
+# -- the command line's help ------------------------------------------------------------------
+
+
+def help_text(*commands: str) -> None:
+    """``aioseq [COMMAND] --help`` for each of ``commands`` ("" for the top level)."""
+    emit(
+        "\n".join(
+            _transcript(f"aioseq {command} --help".replace("  ", " "), run_cli)
+            for command in commands
+        )
+    )
+
+
+def command_helps() -> None:
+    """``aioseq COMMAND --help`` for every command, each in a collapsed block."""
+    import argparse
+
+    from aioseq import cli
+
+    parser = cli._parser()
+    commands = next(
+        action.choices
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    blocks = []
+    for command in commands:
+        text = _transcript(f"aioseq {command} --help", run_cli)
+        body = "\n".join(f"    {line}".rstrip() for line in ["```text", *text.splitlines(), "```"])
+        blocks.append(f'??? note "`aioseq {command}`"\n\n{body}\n')
+    emit("\n".join(blocks), lang=None)
+
+
+def iam_policy(arguments: str) -> None:
+    """``aioseq iam-policy ARGUMENTS`` (sends no request)."""
+    emit(_transcript(f"aioseq iam-policy {arguments}", run_cli))
+
+
+def iam_document(**options: Any) -> None:
+    """``aioseq.iam.policy(**options)`` as JSON, the table's ARN with REGION and ACCOUNT."""
+    from aioseq import iam
+
+    arn = "arn:aws:dynamodb:REGION:ACCOUNT:table/aioseq"
+    emit(json.dumps(iam.policy([arn], **options), indent=2), lang="json")
+
+
+# -- sessions against a fresh moto server -----------------------------------------------------
+
+
+class _Session:
+    """A fresh serialized moto server: the one server (in a thread, moto's state is the
+    process's), reset when a session begins. A page's sessions run one after the other."""
+
+    def __init__(self) -> None:
+        global _server
+        if _server is None:
+            from aioseq.testing import SerializedMotoServer
+
+            _server = SerializedMotoServer()
+            _server.start()
+            atexit.register(_server.stop)
+        _server.reset()
+        url = _server.endpoint_url
+        self.env: dict[str, str | None] = {
+            "AWS_ENDPOINT_URL": url,
+            "AWS_ENDPOINT_URL_DYNAMODB": url,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+        }
+
+    def run(self, argv: Sequence[str]) -> tuple[str, int]:
+        return run_cli(argv, self.env)
+
+
+def _session(name: str) -> _Session:
+    if name not in _sessions:
+        _sessions.clear()  # the server is reset: an earlier session's tables are gone
+        _sessions[name] = _Session()
+    return _sessions[name]
+
+
+def shell(session: str, commands: str) -> None:
+    """Run ``commands`` (one ``aioseq ...`` a line) in ``session`` and show the transcript."""
+    emit(_transcript(commands, _session(session).run), masks=[TIMESTAMP])
+
+
+def quietly(session: str, commands: str) -> None:
+    """Run ``commands`` in ``session`` and show nothing (a step the page describes in words)."""
+    _transcript(commands, _session(session).run)
+
+
+def put_ids(session: str, table: str, attribute: str, ids: range) -> None:
+    """Create table ``table`` (partition key ``attribute``, a Number) holding one item per id."""
+    import asyncio
+
+    import aiobotocore.session
+
+    env = _session(session).env
+
+    async def put() -> None:
+        async with aiobotocore.session.get_session().create_client(
+            "dynamodb",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        ) as client:
+            await client.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": attribute, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": attribute, "AttributeType": "N"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            numbers = list(ids)
+            for start in range(0, len(numbers), 25):  # BatchWriteItem's most
+                puts: list[Any] = [
+                    {"PutRequest": {"Item": {attribute: {"N": str(n)}}}}
+                    for n in numbers[start : start + 25]
+                ]
+                await client.batch_write_item(RequestItems={table: puts})
+
+    asyncio.run(put())
+
+
+# -- the demo ---------------------------------------------------------------------------------
+
+
+def demo(server: str) -> None:
+    """``aioseq demo`` on the embedded moto server, or on DynamoDB Local at 127.0.0.1:8000.
+
+    Every figure of its table is masked, so ``DOCS_OUTPUTS_QUICK=1`` (the check) runs it with
+    100 numbers per strategy instead of 500: the rows, columns and verdicts are what it checks.
+    """
+    quick = ["--count", "100"] if os.environ.get("DOCS_OUTPUTS_QUICK") else []
+    if server == "moto":  # the embedded server, whatever endpoint the environment names
+        unset: dict[str, str | None] = {"AWS_ENDPOINT_URL": None, "AWS_ENDPOINT_URL_DYNAMODB": None}
+        output, status = run_cli(["demo", *quick], unset)
+    else:
+        from aioseq.testing.dynamodb_local import DynamoDBLocal
+
+        with DynamoDBLocal(port=8000) as local:
+            output, status = run_cli(
+                ["--endpoint-url", local.endpoint_url, "demo", *quick],
+                {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
+            )
+    if status:
+        raise RuntimeError(f"aioseq demo on {server} exited {status}:\n{output}")
+    emit(output, masks=[NUMBERS, SPACING])
+
+
+# -- benchmark tables, rendered from their JSON results ---------------------------------------
+
+
+def _report(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((PERFORMANCE / f"{name}.json").read_text())
+    return loaded
+
+
+def contention_table() -> None:
+    """Numbers/s by strategy and tasks, from docs/performance/contention.json."""
+    from benchmarks import contention
+    from benchmarks.row import Row
+
+    rows = [Row(**row) for row in _report("contention")["rows"]]
+    emit(contention._tabulate(contention.summary_rows(rows), "github"), lang=None)
+
+
+def defaults_targets() -> None:
+    """The defaults' targets, from docs/performance/defaults.json."""
+    from benchmarks.defaults.report import targets_table
+    from benchmarks.defaults.targets import Target
+
+    found = [Target(**target) for target in _report("defaults")["targets"]]
+    emit(targets_table(found), lang=None)
+
+
+def many_keys_targets() -> None:
+    """The many-keys targets, from docs/performance/many_keys.json."""
+    from benchmarks import many_keys
+
+    emit(many_keys._tabulate(many_keys.target_table(_report("many_keys")), "github"), lang=None)
