@@ -204,7 +204,8 @@ class _PageFile(SybilFile):
         for sybil in self.sybils:
             document = sybil.parse(self.path)
             self.documents.append(document)
-            yield SybilItem.from_parent(self, sybil=sybil, example=_Page(document))
+            if next(document.examples(), None) is not None:  # a page with no example: no item
+                yield SybilItem.from_parent(self, sybil=sybil, example=_Page(document))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> _PageFile | None:
