@@ -59,8 +59,9 @@ docs-outputs: $(VENV)/.installed-dev $(VENV)/.installed-docs .cache/dynamodb-loc
 docs-outputs-check: $(VENV)/.installed-dev $(VENV)/.installed-docs .cache/dynamodb-local/.installed
 	DOCS_OUTPUTS_QUICK=1 $(COG) --check --diff --check-fail-msg='run make docs-outputs' $(DOCS_WITH_OUTPUTS)
 
+# On 8001: 8000 is the DynamoDB endpoint's (DynamoDB Local's default, the moto server in the docs).
 docs-serve: $(VENV)/.installed-docs
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

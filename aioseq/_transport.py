@@ -15,7 +15,7 @@ import logging
 import socket
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -92,13 +92,23 @@ CAPACITY_OPERATIONS = frozenset(
 )
 
 
-def translate(error: Exception, operation: str) -> StoreError:
-    """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError]."""
+def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> StoreError:
+    """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError];
+    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of])."""
     if isinstance(error, ClientError):
         response: Mapping[str, Any] = error.response
         code = str(response.get("Error", {}).get("Code", ""))
         message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
         cls = ERRORS.get(code)
+        if cls is TableNotFound:
+            if len(tables) == 1:
+                missing = f"table {tables[0]!r} does not exist"
+            else:
+                missing = "one of the tables " * bool(tables) + ", ".join(map(repr, tables))
+                missing = f"{missing or 'the table'} does not exist"
+            return TableNotFound(
+                f"{missing} ({message})", code=code, operation=operation, tables=tables
+            )
         if cls is None:
             status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
             cls = ServiceUnavailable if status >= 500 else StoreError
@@ -115,6 +125,20 @@ def translate(error: Exception, operation: str) -> StoreError:
         return cls(message, code=code, operation=operation)
     cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
     return cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+
+
+def tables_of(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tables a request names: its ``TableName``, or its ``TransactItems``' (each once,
+    in order)."""
+    if "TableName" in params:
+        return (str(params["TableName"]),)
+    names = (
+        action.get("TableName")
+        for item in params.get("TransactItems", ())
+        for action in item.values()
+        if isinstance(action, Mapping)
+    )
+    return tuple(dict.fromkeys(str(name) for name in names if name))
 
 
 def _never_sent(error: Exception) -> bool:
@@ -225,7 +249,7 @@ class Transport:
             response = await getattr(self.client, operation)(**params)
             return response
         except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
-            translated = translate(exc, operation_name(operation))
+            translated = translate(exc, operation_name(operation), tables_of(params))
             error = translated.code or type(translated).__name__
             raise self._cut_off(translated) from exc
         except (NoCredentialsError, PartialCredentialsError) as exc:

@@ -25,9 +25,7 @@ whose answer was lost either left its token (applied) or did not (not applied), 
 value became since; a pending conditional write that expects the old value fails its
 condition and is tried again from the new value.
 
-The values and the pure arithmetic live in `aioseq._admin_values`; the CLI's output
-formats in [`aioseq.cli`][aioseq.cli].
-"""
+The values and pure arithmetic are in `aioseq._admin_values`, output formats in the CLI."""
 
 from __future__ import annotations
 
@@ -186,8 +184,7 @@ async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]
 async def set_counter(
     store: DynamoStore, key: str, value: int, *, allow_backward: bool = False
 ) -> int:
-    """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), making its counter
-    item if there is none.
+    """Set counter ``key``'s value to ``value`` (PostgreSQL's ``setval``), made if missing.
 
     ``value`` is a counter value: with the default numbering, the last number handed out
     (after ``set_counter(store, "k", 1000)``, the next number is 1001); under a recorded
@@ -219,13 +216,12 @@ async def set_counter(
     [`Numbering`][aioseq.Numbering] has a ``max_value`` of its own fails the last clause; its
     ``ALL_OLD`` brings the numbering, ``value`` is checked against the limit, and the request
     is sent once more with ``aioseq_numbering = :recorded`` in its place (2 requests). With
-    ``ReturnValues=ALL_OLD`` for the
-    previous value and ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a refusal learns the
-    current value without a second read. Transient errors are retried under the store's
-    [`RetryPolicy`][aioseq.RetryPolicy]; the write sets a fixed value, so a resend is harmless
-    (after a lost answer, the previous value returned may be ``value`` itself). The ring of recent
-    writes of the optimistic and transactional strategies is left as it is (see the module's
-    docstring).
+    ``ReturnValues=ALL_OLD`` for the previous value and
+    ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: a refusal learns the value, no 2nd read.
+    Transient errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy]; the
+    write sets a fixed value, so a resend is harmless (after a lost answer, the previous value
+    returned may be ``value`` itself). The ring of recent writes of the optimistic and
+    transactional strategies is left as it is (see the module's docstring).
 
     Parameters:
         store: the store whose table holds the counter item.
@@ -246,10 +242,15 @@ async def set_counter(
             ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
         RetriesExhausted, StoreError: as for any request.
     """
+    return await _set_counter(store, key, value, allow_backward) or 0
+
+
+async def _set_counter(store: DynamoStore, key: str, value: int, backward: bool) -> int | None:
+    """[`set_counter`][aioseq.admin.set_counter]; ``None`` when there was no counter item."""
     check_key(key)
     check_value(value)
     spec = store.table
-    condition = _VALID if allow_backward else f"{_VALID} AND #value <= :value"
+    condition = _VALID if backward else f"{_VALID} AND #value <= :value"
     try:
         response = await _write_within_limit(
             store,
@@ -266,8 +267,8 @@ async def set_counter(
         if exc.item is None:  # a server that does not return ALL_OLD
             raise
         raise CounterWouldMoveBack(key, current, value) from None
-    previous = response.get("Attributes", {}).get(spec.value_attribute)
-    return whole_number(previous) or 0
+    old = response.get("Attributes")  # ALL_OLD: none when there was no counter item
+    return None if old is None else whole_number(old.get(spec.value_attribute)) or 0
 
 
 async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:

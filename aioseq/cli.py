@@ -55,7 +55,7 @@ from aioseq._store import DynamoStore
 from aioseq._workload import STRATEGIES, make_taker, run_workload
 from aioseq.admin import CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
-from aioseq.errors import ConfigurationError, CounterNotFound
+from aioseq.errors import ConfigurationError, CounterNotFound, TableNotFound
 
 __all__ = ["main"]
 
@@ -362,10 +362,11 @@ def _parse_value(text: str) -> int:
 async def _set(args: argparse.Namespace) -> int:
     value = _parse_value(args.value)
     async with await _open(args) as store:
-        previous = await admin.set_counter(
-            store, args.key, value, allow_backward=args.allow_backward
-        )
-    print(f"counter {args.key!r} set to {value} (was {previous})", file=sys.stderr)
+        previous = await admin._set_counter(store, args.key, value, args.allow_backward)
+    if previous is None:
+        print(f"counter {args.key!r} created at {value} (it did not exist)", file=sys.stderr)
+    else:
+        print(f"counter {args.key!r} set to {value} (was {previous})", file=sys.stderr)
     return 0
 
 
@@ -487,6 +488,17 @@ _COMMANDS = {
 }
 
 
+def _create_table_hint(args: argparse.Namespace, error: TableNotFound) -> str:
+    """The command that creates the counter table when it is the one missing, else ``""``."""
+    table = getattr(args, "table", DEFAULT_TABLE_NAME)
+    if error.tables and table not in error.tables:
+        return ""  # another table (start-after's source, a transaction's item table)
+    where = [f"--endpoint-url {args.endpoint_url}"] if getattr(args, "endpoint_url", None) else []
+    where += [f"--region {args.region}"] if getattr(args, "region", None) else []
+    command = " ".join(["aioseq create-table --table", table, *where])
+    return f"; create it with: {command}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
     args = _parser().parse_args(argv)
@@ -507,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbosity:
             traceback.print_exc(file=sys.stderr)
         message = " ".join(str(exc).split())  # one line, whatever the error's text holds
+        if isinstance(exc, TableNotFound):
+            message += _create_table_hint(args, exc)
         print(f"aioseq {args.command}: error: {type(exc).__name__}: {message}", file=sys.stderr)
         return 1
 

@@ -257,7 +257,18 @@ class StoreError(AioseqError):
 
 class TableNotFound(StoreError):
     """The table does not exist (``ResourceNotFoundException``). Create it with
-    ``DynamoStore.create_table()`` or ``aioseq create-table``."""
+    ``DynamoStore.create_table()`` or ``aioseq create-table --table NAME``.
+
+    Attributes:
+        tables: the tables the request named (a transaction's, in order; empty when not
+            known); the message names them.
+    """
+
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", tables: Sequence[str] = ()
+    ) -> None:
+        self.tables = tuple(tables)
+        super().__init__(message, code=code, operation=operation)
 
 
 class ValidationFailed(StoreError):

@@ -25,7 +25,8 @@
 
 Configuration, from the environment: ``AWS_ENDPOINT_URL`` (e.g. ``http://127.0.0.1:8000`` for
 DynamoDB Local; unset for AWS), ``AWS_REGION`` and credentials as usual, ``AIOSEQ_TABLE``
-(default ``aioseq``), ``AIOSEQ_CREATE_TABLE=1`` to create the table at start-up (local
+(default ``orders``: a table of the service's own, apart from the ``aioseq`` table that
+other programs use by default), ``AIOSEQ_CREATE_TABLE=1`` to create the table at start-up (local
 development; in production create it once, ``aioseq create-table``).
 """
 
@@ -42,7 +43,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aioseq import (
-    DEFAULT_TABLE_NAME,
     AioseqError,
     ConfigurationError,
     ConnectionFailed,
@@ -59,6 +59,7 @@ from aioseq import (
 )
 
 __all__ = [
+    "ORDERS_TABLE",
     "ORDER_ID",
     "TENANT",
     "HttpError",
@@ -74,6 +75,9 @@ log = logging.getLogger("examples.orders")
 
 #: ``ORD-0000000001`` .. ``ORD-9999999999``.
 ORDER_ID = IdFormat(prefix="ORD-", width=10)
+
+#: The service's table unless ``AIOSEQ_TABLE`` names another (``docker-compose.yml`` uses it too).
+ORDERS_TABLE = "orders"
 
 #: A tenant in a path: lower-case letters, digits and ``-``, at most 63 characters.
 TENANT = r"[a-z0-9][a-z0-9-]{0,62}"
@@ -98,13 +102,13 @@ class Order(NewOrder):
 class Settings:
     """The service's settings (see the module doc)."""
 
-    table: str = DEFAULT_TABLE_NAME
+    table: str = ORDERS_TABLE
     create_table: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
         return cls(
-            table=environ.get("AIOSEQ_TABLE", DEFAULT_TABLE_NAME),
+            table=environ.get("AIOSEQ_TABLE", ORDERS_TABLE),
             create_table=environ.get("AIOSEQ_CREATE_TABLE", "0").lower() in ("1", "true", "yes"),
         )
 

@@ -54,7 +54,8 @@ class OptimisticCounter(Strategy):
 
     Guarantees:
         - unique: always (a number is handed out only when its conditional write succeeded).
-        - gapless: yes among numbers handed out; a caller that crashes, or is cancelled, after
+        - gapless: among numbers handed out, yes, unless a lost answer stays unresolved
+          (as above: a hole, never a duplicate); a caller that crashes, or is cancelled, after
           its write and before using the number leaves a hole in whatever it meant to store.
           A write that was applied but whose answer was lost (timeout, reset, 5xx) hands its
           numbers out when resent (see above), unless 32 writes followed it first.

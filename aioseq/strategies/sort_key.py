@@ -218,8 +218,10 @@ class SortKeyCounter(Strategy):
             ``n``, the item's sort key (a positive ``int``).
 
         Raises:
-            ConfigurationError: bad attributes: a value with no DynamoDB type, a key
-                attribute, or an item over 400 KB (nothing is written).
+            ConfigurationError: bad attributes: not a mapping (such as an item function,
+                which [`TransactionalCounter.put`][aioseq.TransactionalCounter.put] takes), a
+                value with no DynamoDB type, a key attribute, or an item over 400 KB (nothing
+                is written).
             NumberOutOfRange: the next number is above ``max_value`` or does not fit
                 (nothing is written).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
@@ -227,6 +229,13 @@ class SortKeyCounter(Strategy):
             StoreError: a request failed in a way that is not retried (its subclass says how).
             StoreClosed: the store or this object is closed.
         """
+        if attributes is not None and not isinstance(attributes, Mapping):
+            hint = " (an item function is what TransactionalCounter.put takes)"
+            raise ConfigurationError(
+                "SortKeyCounter.put takes the item's other attributes as a mapping, such as"
+                " put({'title': 'crash on start'}): the counter sets the partition and sort"
+                f" keys itself; got {type(attributes).__name__}{hint * callable(attributes)}"
+            )
         table = self.store.table
         extra = serialize(attributes or {})
         clash = {table.partition_key, self.sort_key} & set(extra)

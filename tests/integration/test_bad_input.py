@@ -142,6 +142,22 @@ async def test_bad_item_keys_are_refused_before_any_request(
         await idle_store.transactional_counter("c").put(item)
 
 
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        pytest.param(lambda n: {"pk": "issues", "sk": n}, id="item-function"),
+        pytest.param([("title", "x")], id="list"),
+        pytest.param("title", id="str"),
+    ],
+)
+async def test_a_sort_key_put_takes_attributes_not_an_item_function(
+    idle_store: DynamoStore, attributes: Any
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"as a mapping, such as put\(\{") as caught:
+        await idle_store.sort_key_counter("issues").put(attributes)
+    assert ("TransactionalCounter.put" in str(caught.value)) == callable(attributes)
+
+
 # --- names that look like expressions ---------------------------------------------------------
 
 #: Names and a key that would change an expression if they were formatted into one.
@@ -405,8 +421,9 @@ async def test_a_missing_table_is_table_not_found_not_retried_not_created(
 ) -> None:
     async with DynamoStore.open(table="no-such-table", endpoint_url=aioseq_endpoint) as store:
         counter = make(store, strategy)
-        with pytest.raises(TableNotFound):
+        with pytest.raises(TableNotFound, match="table 'no-such-table' does not exist") as caught:
             await take(counter)
+        assert caught.value.tables == ("no-such-table",)
         with pytest.raises(TableNotFound):
             await counter.current()
         with pytest.raises(TableNotFound):

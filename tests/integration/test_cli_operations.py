@@ -44,6 +44,33 @@ def test_the_issues_script(run: Any) -> None:
     assert code == 0 and out.splitlines()[0].split("\t")[:2] == ["k1", "11"]
 
 
+def test_set_says_when_it_created_the_counter(run: Any) -> None:
+    code, out, err = run("set", "zero", "0")
+    assert (code, out) == (0, "") and err == "counter 'zero' created at 0 (it did not exist)\n"
+    code, out, err = run("set", "zero", "0")
+    assert (code, out, err) == (0, "", "counter 'zero' set to 0 (was 0)\n")
+
+
+def test_a_missing_table_is_named_with_the_command_that_creates_it(aioseq_endpoint: str) -> None:
+    table = f"aioseq-missing-{uuid.uuid4().hex[:8]}"
+    for command in (["next", "k"], ["set", "k", "1"]):
+        done = run_cli("--endpoint-url", aioseq_endpoint, "--table", table, *command)
+        assert (done.returncode, done.stdout) == (1, ""), command
+        assert done.stderr.count("\n") == 1 and f"table {table!r} does not exist" in done.stderr
+        create = f"create it with: aioseq create-table --table {table} --endpoint-url"
+        assert create in done.stderr, done.stderr
+    # Following the advice works.
+    created = run_cli("create-table", "--table", table, "--endpoint-url", aioseq_endpoint)
+    assert created.returncode == 0, created.stderr
+    assert run_cli("--endpoint-url", aioseq_endpoint, "--table", table, "next", "k").stdout == "1\n"
+
+
+def test_a_missing_source_table_is_named_but_not_to_be_made_a_counter_table(run: Any) -> None:
+    code, out, err = run("start-after", "k", "--table", "no-such-source", "--attribute", "id")
+    assert (code, out) == (1, "") and "table 'no-such-source' does not exist" in err
+    assert "create-table" not in err
+
+
 def test_list_is_sorted_one_counter_a_line_and_json_lines(run: Any) -> None:
     assert run("list")[:2] == (0, "")
     for key, value in (("b", "2"), ("a", "7"), ("tab\tkey", "3")):

@@ -18,6 +18,7 @@ from asgi_lifespan import LifespanManager
 from checks import assert_exactly
 
 from aioseq import (
+    DEFAULT_TABLE_NAME,
     ConfigurationError,
     ConnectionFailed,
     CounterValueInvalid,
@@ -33,7 +34,7 @@ from aioseq import (
     ValidationFailed,
 )
 from aioseq.errors import AioseqError
-from examples.orders import ORDER_ID, http_error
+from examples.orders import ORDER_ID, ORDERS_TABLE, Settings, http_error
 
 ORDER_ID_PATTERN = re.compile(r"ORD-\d{10}")
 ORDERS = "/tenants/acme/orders"
@@ -142,6 +143,13 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
         await store.delete_table()
     response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
     assert (response.status_code, response.json()) == (500, {"detail": "orders are unavailable"})
+
+
+def test_the_services_keep_their_orders_in_a_table_of_their_own() -> None:
+    # getting-started runs a first program on the default table, then the services on the
+    # same endpoint: they must not share its counters.
+    assert Settings.from_env({}).table == ORDERS_TABLE != DEFAULT_TABLE_NAME
+    assert Settings.from_env({"AIOSEQ_TABLE": "mine"}).table == "mine"
 
 
 def _cut_off(error: StoreClosed) -> StoreClosed:
