@@ -93,21 +93,31 @@ GUARDS = {
 
 class _Answers:
     """A botocore ``before-send`` hook answering ``UpdateItem`` ``ADD`` requests as DynamoDB
-    would for one counter item (the value before or after the ``ADD``, as ``ReturnValues``
-    asks), so nothing goes over a network. For benchmarks only."""
+    would for one counter item, so nothing goes over a network: ``ALL_OLD`` gives the whole
+    item before the ``ADD`` (its key, value and, once recorded, numbering), ``UPDATED_NEW``
+    the attributes the update named. For benchmarks only."""
 
     def __init__(self, attribute: str) -> None:
         self.attribute = attribute
-        self.value = 0
+        self.item: dict[str, Any] = {}
 
     def __call__(self, request: Any, **kwargs: Any) -> _Answer:
         body = json.loads(request.body)
-        before = self.value
-        self.value += int(body["ExpressionAttributeValues"][":n"]["N"])
+        before = dict(self.item)
+        names, values = body["ExpressionAttributeNames"], body["ExpressionAttributeValues"]
+        old = int(before.get(self.attribute, {"N": "0"})["N"])
+        after = {**body["Key"], **before}
+        after[self.attribute] = {"N": str(old + int(values[":n"]["N"]))}
+        updated = [self.attribute]
+        if "#numbering" in names:
+            numbering = names["#numbering"]
+            after.setdefault(numbering, values[":numbering"])
+            updated.append(numbering)
+        self.item = after
         if body.get("ReturnValues") == "ALL_OLD":
-            shown = {self.attribute: {"N": str(before)}} if before else None
+            shown = before
         else:
-            shown = {self.attribute: {"N": str(self.value)}}
+            shown = {name: after[name] for name in updated}
         return _Answer(json.dumps({"Attributes": shown} if shown else {}).encode())
 
 
