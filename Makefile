@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-keys soak clean
+.PHONY: demo test test-unit test-integration lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -29,7 +29,8 @@ test-unit: $(VENV)/.installed-dev
 test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/integration $(ARGS)
 
-lint: $(VENV)/.installed-dev
+# scripts/ holds the docs' griffe extension: its types come with the docs extra.
+lint: $(VENV)/.installed-dev $(VENV)/.installed-docs
 	$(BIN)/ruff check aioseq verification tests benchmarks examples scripts
 	$(BIN)/ruff format --check aioseq verification tests benchmarks examples scripts
 	$(BIN)/mypy aioseq verification tests benchmarks examples scripts
@@ -89,6 +90,14 @@ bench: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # The defaults of group commit and exactly once against their targets (~7 minutes; docs/performance/defaults.md).
 bench-defaults: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks.defaults --server dynamodb-local $(ARGS)
+
+# The hot path's regression guard (~1 minute; no server: botocore does its work and a hook
+# answers in the process): allocator next() vs a bare coroutine, atomic next() vs the seed's
+# raw request, the Python calls next() adds; exits 1 when one is past its guard
+# (docs/benchmarks.md). CI runs it. Figures against DynamoDB Local, each part of the request
+# priced: scripts/in-loopback-netns .venv/bin/python -m benchmarks.guard --server dynamodb-local --parts
+bench-guard: $(VENV)/.installed-dev
+	$(BIN)/python -m benchmarks.guard $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).

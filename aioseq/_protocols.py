@@ -5,6 +5,7 @@ make them), so no import runs back up the layers.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from aioseq._retry import RetryEngine
@@ -43,6 +44,10 @@ class Store(Protocol):
 
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """Send one request (one attempt; no retries)."""
+
+    #: `call()` with the parameters as one dict that it leaves unchanged, so a strategy
+    #: may send a request it built once (the transport's own method: no frame in between).
+    send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
     def counter_item_key(self, key: str) -> Item:
         """The primary key of counter ``key``'s counter item."""

@@ -186,6 +186,8 @@ class DynamoStore:
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
         self.transport = transport
+        #: `call()` with the parameters as one dict, left unchanged (the transport's).
+        self.send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] = transport.send
         self.client = transport.client
         self.table = table
         self.observer = transport.observer

@@ -212,7 +212,10 @@ class Transport:
         """HTTP requests sent through the client since this transport was made, by API
         operation (``{"UpdateItem": 12, ...}``), counted by a botocore ``before-send`` event
         hook, so a borrowed client's own retries count too. A copy."""
-        return Counter(self._requests)
+        found: Counter[str] = Counter()
+        for event_name, n in self._requests.items():
+            found[event_name.rsplit(".", 1)[-1]] += n
+        return found
 
     @property
     def in_flight(self) -> int:
@@ -220,12 +223,17 @@ class Transport:
         return self._in_flight
 
     def _count_request(self, event_name: str, **kwargs: Any) -> None:
-        self._requests[event_name.rsplit(".", 1)[-1]] += 1
+        self._requests[event_name] += 1  # by event name: no string work per request
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request (``operation`` as botocore's method name, e.g. ``"update_item"``)
         and return its response. One attempt: retries are the caller's (a
-        `RetryEngine`).
+        `RetryEngine`). ``params`` is left unchanged, so a caller may
+        send the same dict again (a request template).
+
+        Without an observer, a request that succeeds costs what the client's call costs, an
+        in-flight count and nothing else: errors are translated, and events built, only on
+        failure or for an observer.
 
         Raises:
             StoreClosed: the transport is closed, or its close cut the request off (then with
@@ -238,45 +246,78 @@ class Transport:
         """
         if self._closed:
             raise StoreClosed("this DynamoStore is closed")
-        observer = self.observer
-        if observer is not None and operation in CAPACITY_OPERATIONS:
-            params.setdefault("ReturnConsumedCapacity", "TOTAL")
-        error: str | None = None
-        response: dict[str, Any] = {}
-        started = time.perf_counter() if observer is not None else 0.0
+        if self.observer is not None:
+            return await self._send_observed(operation, params, self.observer)
         self._in_flight += 1
         try:
-            response = await getattr(self.client, operation)(**params)
+            response: dict[str, Any] = await getattr(self.client, operation)(**params)
             return response
-        except (ClientError, BotocoreConnectionError, HTTPClientError) as exc:
-            translated = translate(exc, operation_name(operation), tables_of(params))
-            error = translated.code or type(translated).__name__
-            raise self._cut_off(translated) from exc
-        except (NoCredentialsError, PartialCredentialsError) as exc:
-            error = type(exc).__name__
-            raise ConfigurationError(NO_CREDENTIALS) from exc
-        except asyncio.CancelledError as exc:
-            error = type(exc).__name__
-            cut = self._cut_off(None)
-            if cut is None:
+        except BaseException as exc:
+            error = self._failure(exc, operation, params)
+            if error is None:
                 raise
-            raise cut from exc
-        except Exception as exc:
-            error = type(exc).__name__
-            raise
+            raise error from exc
         finally:
             self._in_flight -= 1
             if not self._in_flight and self._drained is not None:
                 self._drained.set()
-            if observer is not None:
-                event = RequestEvent(
-                    operation=operation_name(operation),
-                    table=self.table_name,
-                    latency_secs=time.perf_counter() - started,
-                    consumed_capacity_units=capacity_units(response.get("ConsumedCapacity")),
-                    error=error,
-                )
-                notify(observer.on_request, event)
+
+    async def _send_observed(
+        self, operation: str, params: dict[str, Any], observer: Observer
+    ) -> dict[str, Any]:
+        """`send()` (the transport open), timed and reported to ``observer``; item
+        requests ask for ``ReturnConsumedCapacity=TOTAL`` (in a copy of ``params``)."""
+        if operation in CAPACITY_OPERATIONS and "ReturnConsumedCapacity" not in params:
+            params = {**params, "ReturnConsumedCapacity": "TOTAL"}
+        error: str | None = None
+        response: dict[str, Any] | None = None
+        started = time.perf_counter()
+        self._in_flight += 1
+        try:
+            response = await getattr(self.client, operation)(**params)
+            return response
+        except BaseException as exc:
+            failure = self._failure(exc, operation, params)
+            error = (
+                (failure.code or type(failure).__name__)
+                if isinstance(failure, StoreError) and not isinstance(failure, StoreClosed)
+                else type(exc).__name__
+            )
+            if failure is None:
+                raise
+            raise failure from exc
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._drained is not None:
+                self._drained.set()
+            consumed = response.get("ConsumedCapacity") if response is not None else None
+            event = RequestEvent(
+                operation=operation_name(operation),
+                table=self.table_name,
+                latency_secs=time.perf_counter() - started,
+                consumed_capacity_units=capacity_units(consumed),
+                error=error,
+            )
+            notify(observer.on_request, event)
+
+    def _failure(
+        self, exc: BaseException, operation: str, params: Mapping[str, Any]
+    ) -> BaseException | None:
+        """The error a failed request raises (``None``: ``exc`` itself): a translated
+        [`StoreError`][aioseq.errors.StoreError] naming the request's tables,
+        ``ConfigurationError`` for missing credentials,
+        ``StoreClosed`` for a request this transport's close cut off."""
+        if isinstance(exc, (ClientError, BotocoreConnectionError, HTTPClientError)):
+            translated: BaseException | None = self._cut_off(
+                translate(exc, operation_name(operation), tables_of(params))
+            )
+            return translated
+        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            return ConfigurationError(NO_CREDENTIALS)
+        if isinstance(exc, asyncio.CancelledError):
+            cut: BaseException | None = self._cut_off(None)
+            return cut
+        return None
 
     def _cut_off(self, error: StoreError | None) -> Any:
         """The error a request gets when it failed: ``StoreClosed`` (``maybe_applied``) if

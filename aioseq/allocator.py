@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aioseq._coalesce import Coalescer, Waiter
+from aioseq._coalesce import UNBOUND, Coalescer, ThreadOf, Waiter, running_thread
 from aioseq._protocols import Store
 from aioseq._values import Numbering, check_count, check_key
 from aioseq.config import MAX_NUMBER
@@ -123,6 +123,19 @@ class BlockAllocator:
         ConfigurationError: a bad argument.
     """
 
+    # Slots: next() reads five attributes, each a fixed offset (an instance dict of this size
+    # no longer shares its keys, so every read would be a dict look-up).
+    # fmt: off
+    __slots__ = (
+        "__weakref__", "_base", "_block_size", "_clock", "_close_finished", "_closed",
+        "_coalescer", "_counter", "_end_k", "_handed_out_at_last_refill", "_last_refill_at",
+        "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills", "_refills_waited",
+        "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting", "_wasted", "key",
+        "max_block_size", "max_value", "min_block_size", "offset", "prefetch_at", "stride",
+        "target_refill_interval_secs",
+    )
+    # fmt: on
+
     def __init__(
         self,
         store: Store,
@@ -195,10 +208,9 @@ class BlockAllocator:
             on_abandoned=lambda values: self._waste(len(values), "cancelled"),
         )
         self._waiting = self._coalescer.queue
-        self._thread: int | None = None  # the bound event loop's thread, while open
-        # Whether the bound event loop runs: a thread runs one loop at a time, so this and the
-        # thread tell a second loop in the same thread (asyncio.run twice) from the first.
-        self._loop_is_running: Callable[[], bool] = lambda: False
+        # Its ``_thread_id``: the thread the bound loop runs in, while it runs (else None;
+        # UNBOUND's is always None: before the first call and after the close). See _bind().
+        self._loop_state: ThreadOf = UNBOUND
         self._closed = False
         self._close_finished = False
         self._reserved = self._returned = self._wasted = 0
@@ -223,12 +235,7 @@ class BlockAllocator:
                 of that refill gets the error; the allocator stays usable).
         """
         k = self._next_k
-        if (
-            k < self._end_k
-            and not self._waiting
-            and get_ident() == self._thread
-            and self._loop_is_running()
-        ):
+        if k < self._end_k and self._loop_state._thread_id == get_ident() and not self._waiting:
             self._next_k = k + 1
             if k >= self._prefetch_k:
                 self._coalescer.kick()
@@ -245,7 +252,7 @@ class BlockAllocator:
             AioseqError: the errors of [`next()`][aioseq.BlockAllocator.next].
         """
         check_count(n, "n", maximum=10**12)
-        if not self._waiting and get_ident() == self._thread and self._loop_is_running():
+        if self._loop_state._thread_id == get_ident() and not self._waiting:
             taken = self._take(n)
             if taken is not None:
                 if taken[-1] >= self._prefetch_k:
@@ -262,15 +269,12 @@ class BlockAllocator:
         return self._numbers(await self._coalescer.submit(n))
 
     def _bind(self) -> None:
-        """Bind to the running event loop (raising WrongEventLoop if it is not the first one)
-        and its thread. The hot path checks the thread and that the bound loop is running
-        (~50 ns), not the running loop itself: asking asyncio for it costs more than the rest
-        of next() (a getpid() call on 3.11). A thread runs one loop at a time, so another loop
-        (another thread, or ``asyncio.run`` again in this one) takes the slow path, which
-        raises."""
-        loop = self._coalescer.check_loop()
-        self._thread = get_ident()
-        self._loop_is_running = loop.is_running
+        """Bind to the running event loop (raising WrongEventLoop if it is not the first one).
+        The hot path does not ask asyncio for the running loop (a ``getpid()`` call on 3.11,
+        more than the rest of ``next()``): it compares the caller's thread with the thread
+        the bound loop runs in (see `running_thread()` in `aioseq._coalesce`), so another
+        thread, or another loop in this one, takes the slow path, which raises."""
+        self._loop_state = running_thread(self._coalescer.check_loop())
 
     def _numbers(self, values: range) -> range:
         return range(
@@ -443,7 +447,7 @@ class BlockAllocator:
         if self._closed:
             return
         self._closed = True
-        self._thread = None  # next() takes the slow path, which raises StoreClosed
+        self._loop_state = UNBOUND  # next() takes the slow path, which raises StoreClosed
         try:
             await self._coalescer.close()
             tail = self._tail()
@@ -511,7 +515,7 @@ class BlockAllocator:
         """Closed without a word to DynamoDB (the store's close ran out of time before it got
         here): the numbers held are counted as wasted."""
         self._closed = self._close_finished = True
-        self._thread = None
+        self._loop_state = UNBOUND
         self._abandon_blocks()
 
     def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:

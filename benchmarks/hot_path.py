@@ -1,21 +1,30 @@
 """The cost of a ``BlockAllocator.next()`` served from a block, against a bare in-memory
 ``async def next()``: what the allocator adds to the event loop's own cost when no request is
-needed. Part of ``python -m benchmarks``."""
+needed. Part of ``python -m benchmarks`` and ``python -m benchmarks.guard``;
+``python -m benchmarks.hot_path`` prices each piece of the fast path (no server)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
 import uuid
+from _thread import get_ident
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aioseq
 
-__all__ = ["hot_path", "measure_hot_path"]
+__all__ = ["floor", "hot_path", "measure_hot_path"]
 
 
-async def hot_path(allocator: aioseq.BlockAllocator, calls: int) -> tuple[float, float]:
-    """Seconds per call, best of 5 interleaved rounds of ``calls`` calls each: a bare in-memory
-    ``async def next()``, and ``allocator.next()`` with its block reserved beforehand."""
+async def hot_path(
+    allocator: aioseq.BlockAllocator, calls: int, *, rounds: int = 5
+) -> tuple[float, float]:
+    """Seconds per call, best of ``rounds`` interleaved rounds of ``calls`` calls each: a bare
+    in-memory ``async def next()``, and ``allocator.next()`` with its block reserved
+    beforehand."""
     value = 0
 
     async def bare_next() -> int:
@@ -24,7 +33,7 @@ async def hot_path(allocator: aioseq.BlockAllocator, calls: int) -> tuple[float,
         return value
 
     best_bare = best_block = float("inf")
-    for _ in range(5):  # best of 5, interleaved, against the machine's noise
+    for _ in range(rounds):  # the best of interleaved rounds, against the machine's noise
         started = time.perf_counter()
         for _ in range(calls):
             await bare_next()
@@ -57,3 +66,88 @@ async def measure_hot_path(endpoint_url: str, calls: int) -> dict[str, Any]:
         "allocator_next_ns": round(from_block * 1e9),
         "ratio": round(from_block / bare, 2),
     }
+
+
+# --- what each piece of the fast path costs ---------------------------------------------------
+
+
+class _Floor:
+    """Stand-ins for ``BlockAllocator.next()``'s fast path, piece by piece (slotted, as the
+    allocator is), to price each piece against a bare ``async def``."""
+
+    __slots__ = ("_base", "_end", "_next", "_thread", "_waiting", "loop", "stride")
+
+    def __init__(self, loop: Any) -> None:
+        self._next, self._end, self._base, self.stride = 1, 1 << 62, 0, 1
+        self._thread, self._waiting, self.loop = get_ident(), deque[int](), loop
+
+    async def minimal(self) -> int:  # a method that reads two slots and writes one
+        k = self._next
+        if k < self._end:
+            self._next = k + 1
+            return k
+        raise RuntimeError
+
+    async def thread_checked(self) -> int:  # + the thread check
+        k = self._next
+        if k < self._end and get_ident() == self._thread:
+            self._next = k + 1
+            return k
+        raise RuntimeError
+
+    async def loop_checked(self) -> int:  # + the bound loop's thread and the waiting queue
+        k = self._next
+        if k < self._end and self.loop._thread_id == get_ident() and not self._waiting:
+            self._next = k + 1
+            return self._base + k * self.stride
+        raise RuntimeError
+
+
+async def floor(calls: int = 20_000, rounds: int = 100) -> dict[str, float]:
+    """ns per call of each piece of the fast path, a bare ``async def`` and a
+    ``BlockAllocator.next()`` (its block installed by hand: no request), best of ``rounds``
+    interleaved rounds of ``calls`` calls."""
+    loop = asyncio.get_running_loop()
+    pieces = _Floor(loop)
+    async with aioseq.DynamoStore.open(
+        table="aioseq-bench-floor", endpoint_url="http://127.0.0.1:9"
+    ) as store:
+        allocator = aioseq.BlockAllocator(store, "floor", target_refill_interval_secs=None)
+        allocator._bind()
+        allocator._add_block(1, 1 << 62)  # no request: the block handed over by hand
+        value = 0
+
+        async def bare() -> int:
+            nonlocal value
+            value += 1
+            return value
+
+        rows: dict[str, Callable[[], Awaitable[int]]] = {
+            "bare async def": bare,
+            "method, slots, no check": pieces.minimal,
+            "+ thread check": pieces.thread_checked,
+            "+ loop's thread, waiting queue": pieces.loop_checked,
+            "BlockAllocator.next()": allocator.next,
+        }
+        best = dict.fromkeys(rows, float("inf"))
+        for _ in range(rounds):
+            for name, call in rows.items():
+                started = time.perf_counter()
+                for _ in range(calls):
+                    await call()
+                best[name] = min(best[name], (time.perf_counter() - started) / calls)
+        allocator._abandon()
+    return {name: round(secs * 1e9, 1) for name, secs in best.items()}
+
+
+def main() -> None:
+    """``python -m benchmarks.hot_path``: :func:`floor`'s table."""
+    found = asyncio.run(floor())
+    bare = found["bare async def"]
+    print(f"python -m benchmarks.hot_path (load {os.getloadavg()[0]:.1f})")
+    for name, ns in found.items():
+        print(f"{name:34} {ns:7.1f} ns {ns / bare:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

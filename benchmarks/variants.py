@@ -5,8 +5,8 @@ the same way, with the DynamoDB requests it sends counted at its own client.
   blocks, one variant per block size; the strategies with group commit without and with it);
 - aioseq's strategies made as an application makes them, ``store.transactional_counter(key)`` with
   the library's defaults or with chosen options (:class:`FactoryVariant`);
-- a raw aiobotocore ``UpdateItem``: the atomic counter's own request, sent without aioseq
-  (:class:`RawUpdateItemVariant`);
+- a raw aiobotocore ``UpdateItem``: the seed article's request, and with the parts aioseq's
+  atomic counter adds, up to its whole request, sent without aioseq (:class:`RawUpdateItemVariant`);
 - a bare in-memory ``async def next()`` counter: what the event loop alone can do;
 - the seed article's code: synchronous boto3 ``update_item`` with ``ADD``;
 - the published peer ``dynamodb-autoincrement`` 0.2.0, for the gapless insert.
@@ -38,11 +38,12 @@ from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq._client import LOCAL_CREDENTIALS, LOCAL_REGION
-from aioseq._values import parse_counter
+from aioseq._values import NUMBERING_ATTRIBUTE, parse_counter
 from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
 
 __all__ = [
     "NAMES",
+    "REQUEST_PARTS",
     "AioseqVariant",
     "ArticleVariant",
     "BareVariant",
@@ -54,6 +55,7 @@ __all__ = [
     "Variant",
     "client_config",
     "select",
+    "update_request",
 ]
 
 Take = Callable[[], Awaitable[int]]
@@ -299,55 +301,122 @@ def client_config(store: DynamoStore) -> dict[str, Any]:
     return {name: copy.deepcopy(getattr(config, name)) for name in CLIENT_CONFIG_FIELDS}
 
 
+#: The parts aioseq's atomic counter adds to the seed article's request (``ADD #value :n``,
+#: ``ReturnValues=UPDATED_NEW``), each with the guarantee it buys (docs/benchmarks.md):
+#:
+#: - ``limit``: ``ConditionExpression`` ``attribute_not_exists(#pk) OR (attribute_type(#value,
+#:   :number_type) AND #value BETWEEN :zero AND :limit)``: a counter item whose value is
+#:   missing, not a number, negative, or would pass ``max_value`` is refused, nothing written;
+#: - ``numbering``: ``SET #numbering = if_not_exists(#numbering, :numbering)`` and the
+#:   condition ``attribute_not_exists(#numbering) OR #numbering = :numbering``: the counter
+#:   item records its numbering with the first ``ADD``, and a writer with another numbering is
+#:   refused (``NumberingMismatch``), nothing written;
+#: - ``all_old``: ``ReturnValues=ALL_OLD`` instead of ``UPDATED_NEW``: the item before the
+#:   ``ADD``, which says whether this ``ADD`` recorded the numbering, so that a fraction's
+#:   put-back can remove it again;
+#: - ``on_failure``: ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: a refused ``ADD`` says
+#:   why with no second read (nothing on success).
+REQUEST_PARTS = ("limit", "numbering", "all_old", "on_failure")
+
+
+def update_request(
+    table: str,
+    key: dict[str, Any],
+    *,
+    value_attribute: str,
+    partition_key: str,
+    parts: Sequence[str] = (),
+    numbering: str = "stride=1 offset=1",
+    max_value: int = 10**38 - 1,
+    n: int = 1,
+) -> dict[str, Any]:
+    """The ``UpdateItem`` parameters of the seed article's ``ADD`` with ``parts`` of
+    :data:`REQUEST_PARTS` added; with all of them, the request :class:`~aioseq.AtomicCounter`
+    sends (``tests/integration/test_benchmarks.py`` compares the two)."""
+    unknown = set(parts) - set(REQUEST_PARTS)
+    if unknown:
+        raise ValueError(f"unknown request parts {sorted(unknown)}")
+    update = "ADD #value :n"
+    conditions = []
+    names = {"#value": value_attribute}
+    values: dict[str, Any] = {":n": {"N": str(n)}}
+    if "numbering" in parts:
+        update += " SET #numbering = if_not_exists(#numbering, :numbering)"
+        conditions.append("(attribute_not_exists(#numbering) OR #numbering = :numbering)")
+        names["#numbering"] = NUMBERING_ATTRIBUTE
+        values[":numbering"] = {"S": numbering}
+    if "limit" in parts:
+        conditions.append(
+            "(attribute_not_exists(#pk)"
+            " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit))"
+        )
+        names["#pk"] = partition_key
+        values.update(
+            {":number_type": {"S": "N"}, ":zero": {"N": "0"}, ":limit": {"N": str(max_value - n)}}
+        )
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Key": key,
+        "UpdateExpression": update,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+        "ReturnValues": "ALL_OLD" if "all_old" in parts else "UPDATED_NEW",
+    }
+    if conditions:
+        params["ConditionExpression"] = " AND ".join(conditions)
+    if "on_failure" in parts:
+        params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    return params
+
+
 @dataclass(frozen=True)
 class RawUpdateItemVariant(Variant):
-    """aioseq's atomic counter's request without aioseq: a bare ``await client.update_item(
-    **params)`` on an aiobotocore client, and the number read from its answer as aioseq reads
-    it (``ReturnValues=ALL_OLD``: the value before the ``ADD``, plus its ``:n``).
+    """A bare ``await client.update_item(**params)`` on an aiobotocore client, the number read
+    from its answer: the seed article's request (AWS Database Blog, "Implement auto-increment
+    with Amazon DynamoDB": ``ADD #value :n``, ``ReturnValues=UPDATED_NEW``) with ``parts`` of
+    :data:`REQUEST_PARTS` added (all of them: the request aioseq's atomic counter sends).
 
-    The request is the one aioseq sends: ``params`` are captured (a botocore
-    ``before-parameter-build`` hook) from an :class:`~aioseq.AtomicCounter` ``next()`` on the
-    same key, made before the clock starts (its number is the first one handed out). The
-    client is made from the same session with the settings of :meth:`DynamoStore.open`'s
+    The client is made from the same session with the settings of :meth:`DynamoStore.open`'s
     client (:func:`client_config`: botocore's retries off, 50 pooled connections, the same
     timeouts). No hook counts its requests: it sends one per call, no retry.
     """
 
+    parts: tuple[str, ...] = ()
+
     @contextlib.asynccontextmanager
     async def contender(self, place: Place) -> AsyncIterator[Contender]:
-        captured: dict[str, Any] = {}
-
-        def capture(params: dict[str, Any], **kwargs: Any) -> None:
-            captured.update(copy.deepcopy(params))
-
         async with DynamoStore.open(
             table=place.table, endpoint_url=place.endpoint_url, session=session()
         ) as store:
             settings = client_config(store)
-            attribute = store.table.value_attribute
-            event = "before-parameter-build.dynamodb.UpdateItem"
-            store.client.meta.events.register(event, capture)
-            first = [await store.atomic_counter(place.key).next()]
-            store.client.meta.events.unregister(event, capture)
+            table = store.table
+            params = update_request(
+                table.name,
+                store.counter_item_key(place.key),
+                value_attribute=table.value_attribute,
+                partition_key=table.partition_key,
+                parts=self.parts,
+            )
         credentials = await session().get_credentials()  # type: ignore[misc]
         arguments = _client_arguments(place.endpoint_url, session().region_name, credentials)
         async with session().client(
             "dynamodb", config=AioConfig(**settings), **arguments
         ) as client:
             calls = 0
-            # The value the answer holds is the one before the ADD (ALL_OLD) or after it.
-            added = int(captured["ExpressionAttributeValues"][":n"]["N"])
-            step = added if captured.get("ReturnValues") in ("ALL_OLD", "UPDATED_OLD") else 0
+            attribute = table.value_attribute
+            # The answer holds the value before the ADD (ALL_OLD; none: a new item) or after.
+            before = "all_old" in self.parts
 
             async def take() -> int:
                 nonlocal calls
-                if first:
-                    return first.pop()
                 calls += 1
-                response = await client.update_item(**captured)
-                return int(response["Attributes"][attribute]["N"]) + step
+                response = await client.update_item(**params)
+                if before:
+                    old: Any = response.get("Attributes")
+                    return parse_counter(old, place.key, attribute) + 1
+                return int(response["Attributes"][attribute]["N"])
 
-            yield Contender(take, requests=lambda: Counter({"UpdateItem": calls + 1}))
+            yield Contender(take, requests=lambda: Counter({"UpdateItem": calls}))
 
 
 @dataclass(frozen=True)

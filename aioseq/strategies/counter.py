@@ -95,11 +95,41 @@ class AtomicCounter(Strategy):
     ) -> None:
         # ADD never loses a race: no turns to take.
         super().__init__(store, key, max_value=max_value, max_in_flight=None, numbering=numbering)
+        # The request's parts that never change, built once (key, expressions, names, the
+        # constant values); next_many fills in ``:n`` and ``:limit``, next() sends _one as is.
+        table = store.table
+        guard_names, guard_values_ = guard_values(self._item.numbering)
+        self._values = {":number_type": {"S": "N"}, ":zero": number(0), **guard_values_}
+        self._template = {
+            "TableName": table.name,
+            "Key": self._item.primary_key,
+            "UpdateExpression": (
+                "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering)"
+            ),
+            "ConditionExpression": (
+                f"{GUARD} AND (attribute_not_exists(#pk)"
+                " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit))"
+            ),
+            "ExpressionAttributeNames": {
+                "#value": table.value_attribute,
+                "#pk": table.partition_key,
+                **guard_names,
+            },
+            "ReturnValues": "ALL_OLD",  # UPDATED_OLD omits an if_not_exists that kept its value
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        self._one = self._request(1)
+
+    def _request(self, n: int) -> dict[str, Any]:
+        """The ``UpdateItem`` parameters of an ``ADD n`` (``n <= max_value``)."""
+        values = {**self._values, ":n": number(n), ":limit": number(self.max_value - n)}
+        return {**self._template, "ExpressionAttributeValues": values}
 
     async def next(self) -> int:
         """The next number (a positive ``int``). See [`next_many()`][aioseq.AtomicCounter.next_many]
         for errors and cost."""
-        return (await self.next_many(1)).start
+        self._check_open()
+        return await self._add(1, self._one)
 
     async def next_many(self, n: int) -> range:
         """Reserve ``n`` consecutive numbers with one ``ADD n``.
@@ -126,41 +156,21 @@ class AtomicCounter(Strategy):
         self._check_open()
         if n > self.max_value:
             raise NumberOutOfRange(n, f"{n} numbers do not fit below max_value {self.max_value}")
-        table = self.store.table
-        numbering = self._item.numbering
-        guard_names, guard_values_ = guard_values(numbering)
-        params = {
-            "TableName": table.name,
-            "Key": self._item.primary_key,
-            "UpdateExpression": (
-                "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering)"
-            ),
-            "ConditionExpression": (
-                f"{GUARD} AND (attribute_not_exists(#pk)"
-                " OR (attribute_type(#value, :number_type) AND #value BETWEEN :zero AND :limit))"
-            ),
-            "ExpressionAttributeNames": {
-                "#value": table.value_attribute,
-                "#pk": table.partition_key,
-                **guard_names,
-            },
-            "ExpressionAttributeValues": {
-                ":n": number(n),
-                ":number_type": {"S": "N"},
-                ":zero": number(0),
-                ":limit": number(self.max_value - n),
-                **guard_values_,
-            },
-            "ReturnValues": "ALL_OLD",  # UPDATED_OLD omits an if_not_exists that kept its value
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        high = await self._add(n, self._one if n == 1 else self._request(n))
+        return range(high - n + 1, high + 1)
+
+    async def _add(self, n: int, params: dict[str, Any]) -> int:
+        """Send the ``ADD n`` of ``params`` under the retry engine; the counter's new value.
+        ``params`` is shared between calls: nothing below changes it."""
+        send = self.store.send
 
         async def attempt() -> dict[str, Any] | None:
             try:
-                response = await self.store.call("update_item", **params)
+                response = await send("update_item", params)
             except ConditionFailed as exc:
-                check_recorded(exc.item, self.key, numbering)
-                found = parse_counter(exc.item, self.key, table.value_attribute)
+                value_attribute = self.store.table.value_attribute
+                check_recorded(exc.item, self.key, self._item.numbering)
+                found = parse_counter(exc.item, self.key, value_attribute)
                 raise NumberOutOfRange(
                     found + n, f"{found} + {n} would pass max_value {self.max_value}"
                 ) from exc
@@ -169,7 +179,7 @@ class AtomicCounter(Strategy):
 
         before = await self._retry(attempt)  # the item before the ADD (none: a new item)
         try:
-            high = parse_counter(before, self.key, table.value_attribute) + n
+            high = parse_counter(before, self.key, self.store.table.value_attribute) + n
         except CounterValueInvalid as exc:
             recorded = not before or NUMBERING_ATTRIBUTE not in before
             await self._put_back(exc.found, n, forget_numbering=recorded)
@@ -177,7 +187,7 @@ class AtomicCounter(Strategy):
         if high > self.max_value:  # only servers that skip the condition's arithmetic get here
             raise NumberOutOfRange(high, f"{high} is above max_value {self.max_value}")
         self._numbers += n
-        return range(high - n + 1, high + 1)
+        return high
 
     async def _put_back(
         self, before: Mapping[str, Any] | None, n: int, *, forget_numbering: bool

@@ -22,9 +22,10 @@ with the measurements that explain it, it does not fail the run):
    same tasks in all (target >= 0.8x); each process times its share between a start barrier
    and its end, so interpreter start-up is not counted.
 4. ``overhead``: the atomic counter's ``next()`` against a raw aiobotocore ``update_item``
-   sending the same request on a client with the same settings, at 1, 16 and 128 tasks
-   (target >= 0.9x), in alternating rounds; then what aioseq adds per call with the HTTP
-   layer stubbed (no network, no noise), profiled, and one real row profiled.
+   sending the seed article's request (``ADD``, ``ReturnValues=UPDATED_NEW``) on a client with
+   the same settings, at 1, 16 and 128 tasks (target >= 0.95x), in alternating rounds; then
+   what aioseq adds per call with the HTTP layer stubbed (no network, no noise), profiled, and
+   one real row profiled.
 5. ``sweep``: ``max_group_size`` x ``batch_window_secs`` for the transactional counter at 1, 16 and
    128 tasks and the sort-key counter at 128 tasks, straight to the server and through the
    capacity model's round trip (2-6 ms, AWS's 1,000 WCU/s per item), and for the gapless

@@ -39,7 +39,9 @@ GAPLESS_SHORT_BACKOFF = replace(
     store_options=(("retry_policy", RetryPolicy(max_backoff_secs=0.01)),),
 )
 PEER = PeerVariant("dynamodb-autoincrement 0.2.0", "peer", gapless=True, writes_items=True)
-RAW = RawUpdateItemVariant("raw aiobotocore update_item", "raw")
+#: The seed article's request (``ADD``, ``ReturnValues=UPDATED_NEW``) on a raw aiobotocore
+#: client with the store's client settings: what a user would write by hand.
+RAW = RawUpdateItemVariant("raw aiobotocore update_item (seed's ADD)", "raw")
 
 #: The largest group of each strategy with group commit (a transaction's 100 actions, less
 #: the counter's for the transactional counter): the sweep's largest size stands for it.

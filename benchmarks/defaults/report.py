@@ -246,8 +246,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             "## 4. aioseq's atomic `next()` vs a raw aiobotocore `update_item`",
             "",
-            "The raw baseline sends the request aioseq sends (captured from aioseq's first"
-            " call) on a client made from the same session with `DynamoStore.open`'s settings"
+            "The raw baseline sends the seed article's request (`ADD #value :n`,"
+            " `ReturnValues=UPDATED_NEW`: what a user writes by hand; `python -m"
+            " benchmarks.guard --parts` prices each part aioseq's request adds) on a client"
+            " made from the same session with `DynamoStore.open`'s settings"
             f" ({', '.join(f'{k}={v!r}' for k, v in config.items())}), and reads the number"
             " from `Attributes`. Rounds alternate which goes first; the ratio is the median of"
             " the rounds' ratios (each round's two rows ran next to each other).",

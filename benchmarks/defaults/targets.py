@@ -13,6 +13,9 @@ from benchmarks.defaults.bench import Result
 from benchmarks.defaults.options import Options
 from benchmarks.row import Row
 
+#: ``AtomicCounter.next()`` against the seed article's raw request, at each concurrency.
+OVERHEAD_GOAL = 0.95
+
 
 def _ms(ms: float) -> str:
     return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}" if ms >= 0.001 else f"{ms:.2g}"
@@ -279,16 +282,16 @@ def targets(
             cpu_us = _cpu_us_per_number
             found.append(
                 Target(
-                    f"atomic next() vs raw update_item, {tasks} task{'s' * (tasks > 1)}",
+                    f"atomic next() vs the seed's raw update_item, {tasks} task{'s' * (tasks > 1)}",
                     round(ratio, 3),
-                    0.9,
+                    OVERHEAD_GOAL,
                     "×",
-                    ratio >= 0.9,
+                    ratio >= OVERHEAD_GOAL,
                     f"{_pooled_rate(aioseq):,.0f} vs {_pooled_rate(raw):,.0f} numbers/s"
                     f" ({_ratio_text(pairs)}); client CPU {cpu_us(aioseq):,.0f} vs"
                     f" {cpu_us(raw):,.0f} µs per number",
                     ""
-                    if ratio >= 0.9
+                    if ratio >= OVERHEAD_GOAL
                     else f"aioseq's client spends {cpu_us(aioseq) - cpu_us(raw):,.0f} µs more"
                     f" CPU per number; {_gc_text(aioseq)} against the raw rows'"
                     f" {_gc_text(raw)}"

@@ -9,6 +9,7 @@ and how the defaults benchmark turns its sweep into a recommendation.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import subprocess
@@ -16,14 +17,22 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aioseq import DynamoStore
-from benchmarks import defaults, many_keys
+from benchmarks import defaults, guard, many_keys
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.defaults import sections
-from benchmarks.variants import NAMES, BareVariant, Contender, Place
+from benchmarks.variants import (
+    NAMES,
+    REQUEST_PARTS,
+    BareVariant,
+    Contender,
+    Place,
+    update_request,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -308,13 +317,40 @@ async def test_errors_are_counted_when_asked_and_end_the_row_otherwise(
         await bench.measure("test", failing, tasks=2, secs=0.2)
 
 
-async def test_the_raw_baseline_sends_aioseqs_request_and_counts_like_it(
-    bench: defaults.Bench,
+async def test_the_raw_baselines_count_like_aioseq(bench: defaults.Bench) -> None:
+    for raw in (defaults.RAW, replace(defaults.RAW, parts=REQUEST_PARTS)):
+        result = await bench.measure("test", raw, tasks=4, secs=0.2)
+        row = result.row
+        assert row.ok and row.gaps == 0 and row.wasted == 0  # the counter is at the last number
+        assert row.requests == {"UpdateItem": row.numbers}
+
+
+async def test_the_raw_request_with_every_part_is_the_atomic_counters(
+    aioseq_store: DynamoStore,
 ) -> None:
-    result = await bench.measure("test", defaults.RAW, tasks=4, secs=0.2)
-    row = result.row
-    assert row.ok and row.gaps == 0 and row.wasted == 0  # the counter is at the last number
-    assert row.requests == {"UpdateItem": row.numbers}
+    sent: list[dict[str, Any]] = []
+    event = "before-parameter-build.dynamodb.UpdateItem"
+
+    def capture(params: dict[str, Any], **kwargs: Any) -> None:
+        sent.append(copy.deepcopy(params))
+
+    aioseq_store.client.meta.events.register(event, capture)
+    try:
+        await aioseq_store.atomic_counter("k").next()
+        await aioseq_store.atomic_counter("k").next_many(3)
+    finally:
+        aioseq_store.client.meta.events.unregister(event, capture)
+    table = aioseq_store.table
+    for params, n in zip(sent, (1, 3), strict=True):
+        built = update_request(
+            table.name,
+            aioseq_store.counter_item_key("k"),
+            value_attribute=table.value_attribute,
+            partition_key=table.partition_key,
+            parts=REQUEST_PARTS,
+            n=n,
+        )
+        assert params == built
 
 
 def _result(condition: str, tasks: int, size: int, window: float, rate: float) -> defaults.Result:
@@ -375,3 +411,15 @@ def test_the_recommendation_keeps_the_defaults_unless_another_is_clearly_better(
     ]
     assert size_10["cells"] == 2  # 16 tasks, direct and trip: at 1 task it is the default
     assert size_10["puts_per_s_vs_defaults"] == better
+
+
+async def test_the_guard_measures_every_row_against_a_server(aioseq_endpoint: str) -> None:
+    found = await guard.measure(aioseq_endpoint, calls=2, rounds=1, parts=True, allocator_calls=10)
+    assert set(found["requests"]) == {
+        "seed",
+        "atomic next()",
+        *(f"seed + {part}" for part in REQUEST_PARTS),
+        "seed + every part (aioseq's request)",
+    }
+    assert found["requests"]["seed"]["speed_vs_seed"] == 1.0
+    assert found["allocator"]["ratio"] > 0
