@@ -167,7 +167,7 @@ class BlockAllocator:
         last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
         # The counter item records this allocator's numbering, not its counter's derived one.
         numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
-        self._counter = AtomicCounter(store, key, max_value=last_k, numbering=numbering)
+        self._counter = AtomicCounter._owned(store, key, max_value=last_k, numbering=numbering)
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
@@ -191,7 +191,7 @@ class BlockAllocator:
         self._coalescer: Coalescer[int, range] = Coalescer(
             self._refill,
             name=f"BlockAllocator({self.key!r})",
-            on_abandoned=lambda values: self._waste(len(values), "cancelled"),
+            on_abandoned=self._abandoned,
         )
         self._waiting = self._coalescer.queue
         self._thread: int | None = None  # the bound event loop's thread, while open
@@ -391,6 +391,10 @@ class BlockAllocator:
         if observer is not None:
             notify(observer.on_waste, WasteEvent(self.key, numbers, reason))
 
+    def _abandoned(self, values: range) -> None:
+        """A caller was cancelled after its refill served it: its numbers are wasted."""
+        self._waste(len(values), "cancelled")
+
     def _abandon_blocks(self) -> None:
         self._waste(self.available, "abandoned")
         self._next_k = self._end_k = self._spare_count = 0
@@ -553,6 +557,12 @@ class BlockAllocator:
     def block_size(self) -> int:
         """The current block size."""
         return self._block_size
+
+    def _numbers_so_far(self) -> tuple[int, int, int, int]:
+        """Numbers reserved, handed out, returned and wasted: :meth:`statistics`' figures
+        without the snapshot (a store sums them over every key it shares)."""
+        reserved, returned, wasted = self._reserved, self._returned, self._wasted
+        return reserved, reserved - returned - wasted - self.available, returned, wasted
 
     def statistics(self) -> AllocatorStatistics:
         """A frozen snapshot of the allocator's work."""
