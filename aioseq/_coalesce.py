@@ -23,7 +23,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., object])
 
-__all__ = ["Coalescer", "LoopBinding", "Waiter"]
+__all__ = ["Coalescer", "LoopBinding", "Waiter", "held_weakly"]
 
 
 class LoopBinding:
@@ -72,7 +72,7 @@ class Waiter(Generic[R, T]):
 Flush = Callable[[list[Waiter[R, T]]], Awaitable[None]]
 
 
-def _held_weakly(function: F) -> Callable[[], F | None]:
+def held_weakly(function: F) -> Callable[[], F | None]:
     """A getter of ``function`` that does not keep a bound method's object alive.
 
     An object that owns a coalescer and gives it its own bound methods would otherwise make a
@@ -118,8 +118,8 @@ class Coalescer(Generic[R, T]):
         name: str = "",
         on_abandoned: Callable[[T], None] | None = None,
     ) -> None:
-        self._flush = _held_weakly(flush)
-        self._on_abandoned = None if on_abandoned is None else _held_weakly(on_abandoned)
+        self._flush = held_weakly(flush)
+        self._on_abandoned = None if on_abandoned is None else held_weakly(on_abandoned)
         self._max_batch = max_batch
         self._window_secs = window_secs
         self._name = name or "aioseq-coalescer"
