@@ -72,6 +72,22 @@ class Waiter(Generic[R, T]):
 Flush = Callable[[list[Waiter[R, T]]], Awaitable[None]]
 
 
+class _WeakMethod:
+    """A bound method held without its object: ``()`` gives it back, or ``None`` once the
+    object is gone. Smaller than ``weakref.WeakMethod`` (two slots; the methods of one object
+    share its one plain weak reference), as a store may hold 100,000 owners."""
+
+    __slots__ = ("function", "owner")
+
+    def __init__(self, method: MethodType) -> None:
+        self.owner = weakref.ref(method.__self__)
+        self.function = method.__func__
+
+    def __call__(self) -> MethodType | None:
+        owner = self.owner()
+        return None if owner is None else MethodType(self.function, owner)
+
+
 def held_weakly(function: F) -> Callable[[], F | None]:
     """A getter of ``function`` that does not keep a bound method's object alive.
 
@@ -80,7 +96,7 @@ def held_weakly(function: F) -> Callable[[], F | None]:
     on until a full collection of the cyclic garbage collector, with all it holds. Held
     weakly, it dies by reference counting the moment its last user lets go."""
     if isinstance(function, MethodType):
-        return cast("Callable[[], F | None]", weakref.WeakMethod(function))
+        return cast("Callable[[], F | None]", _WeakMethod(function))
     return lambda: function
 
 
