@@ -11,17 +11,28 @@ batch.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from _thread import get_ident
 from collections import deque
 from collections.abc import Awaitable, Callable
+from types import MethodType
 from typing import Generic, Protocol, TypeVar, cast
 
 from aioseq.errors import StoreClosed, WrongEventLoop
 
 R = TypeVar("R")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., object])
 
-__all__ = ["UNBOUND", "Coalescer", "LoopBinding", "ThreadOf", "Waiter", "running_thread"]
+__all__ = [
+    "UNBOUND",
+    "Coalescer",
+    "LoopBinding",
+    "ThreadOf",
+    "Waiter",
+    "held_weakly",
+    "running_thread",
+]
 
 
 class LoopBinding:
@@ -113,6 +124,34 @@ class Waiter(Generic[R, T]):
 Flush = Callable[[list[Waiter[R, T]]], Awaitable[None]]
 
 
+class _WeakMethod:
+    """A bound method held without its object: ``()`` gives it back, or ``None`` once the
+    object is gone. Smaller than ``weakref.WeakMethod`` (two slots; the methods of one object
+    share its one plain weak reference), as a store may hold 100,000 owners."""
+
+    __slots__ = ("function", "owner")
+
+    def __init__(self, method: MethodType) -> None:
+        self.owner = weakref.ref(method.__self__)
+        self.function = method.__func__
+
+    def __call__(self) -> MethodType | None:
+        owner = self.owner()
+        return None if owner is None else MethodType(self.function, owner)
+
+
+def held_weakly(function: F) -> Callable[[], F | None]:
+    """A getter of ``function`` that does not keep a bound method's object alive.
+
+    An object that owns a coalescer and gives it its own bound methods would otherwise make a
+    reference cycle (object -> coalescer -> bound method -> object): dropped, it would live
+    on until a full collection of the cyclic garbage collector, with all it holds. Held
+    weakly, it dies by reference counting the moment its last user lets go."""
+    if isinstance(function, MethodType):
+        return cast("Callable[[], F | None]", _WeakMethod(function))
+    return lambda: function
+
+
 class Coalescer(Generic[R, T]):
     """Runs ``flush(batch)`` for waiting callers, one flush at a time.
 
@@ -125,7 +164,10 @@ class Coalescer(Generic[R, T]):
     uses ``asyncio.shield`` to the same end), and ``flush`` sees ``waiter.waiting`` turn False.
 
     Parameters:
-        flush: the coroutine function that serves a batch.
+        flush: the coroutine function that serves a batch. A bound method is held weakly
+            (as ``on_abandoned``): the object that owns the coalescer and passes its own
+            methods is not kept alive by them, so it dies by reference counting; once it is
+            gone, callers still queued get :class:`~aioseq.errors.StoreClosed`.
         max_batch: the most waiters handed to one flush (``None``: all).
         window_secs: before a flush takes its batch, wait this long for company unless the
             batch is full already (0, the default: a lone caller is never delayed).
@@ -144,8 +186,8 @@ class Coalescer(Generic[R, T]):
         name: str = "",
         on_abandoned: Callable[[T], None] | None = None,
     ) -> None:
-        self._flush = flush
-        self._on_abandoned = on_abandoned
+        self._flush = held_weakly(flush)
+        self._on_abandoned = None if on_abandoned is None else held_weakly(on_abandoned)
         self._max_batch = max_batch
         self._window_secs = window_secs
         self._name = name or "aioseq-coalescer"
@@ -188,13 +230,14 @@ class Coalescer(Generic[R, T]):
             return await waiter.future
         except asyncio.CancelledError:
             future = waiter.future
+            on_abandoned = self._on_abandoned() if self._on_abandoned is not None else None
             if (
-                self._on_abandoned is not None
+                on_abandoned is not None
                 and future.done()
                 and not future.cancelled()
                 and future.exception() is None
             ):
-                self._on_abandoned(future.result())
+                on_abandoned(future.result())
             raise
 
     def kick(self) -> None:
@@ -228,8 +271,13 @@ class Coalescer(Generic[R, T]):
                         batch.append(waiter)
                 if not batch and self.queue:
                     continue
+                flush = self._flush()
+                if flush is None:  # its owner is gone: nobody is left to serve them
+                    for waiter in batch:
+                        waiter.future.set_exception(StoreClosed(f"{self._name} was dropped"))
+                    continue
                 try:
-                    await self._flush(batch)
+                    await flush(batch)
                 except asyncio.CancelledError:
                     for waiter in batch:
                         if waiter.waiting:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -98,7 +99,8 @@ class Registry:
         #: ``(factory name, key)`` -> its entry. The factories read it for their fast path.
         self.entries: dict[tuple[str, object], _Entry] = {}
         self._peak = 0  # the most entries since the dict was last rebuilt
-        self._dropping: list[Shareable] = []  # dropped, giving their numbers back now
+        #: Dropped objects giving their numbers back now, by ``id``.
+        self._dropping: dict[int, Shareable] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._sweeping: asyncio.Future[int] | None = None
@@ -189,36 +191,48 @@ class Registry:
         flight (an allocator gives its unused numbers back first, at most
         `EVICTIONS_IN_FLIGHT` at once); note what the others have done. Returns how many
         were dropped."""
-        idle: list[tuple[tuple[str, object], _Entry]] = []
-        for place, entry in self.entries.items():
-            now = entry.obj._activity()
-            if entry.seen == now and not entry.obj._busy():
-                idle.append((place, entry))
-            else:
-                entry.seen = now
-        for place, entry in idle:
-            del self.entries[place]  # the next factory call makes a fresh object
-            self._dropping.append(entry.obj)
-        turns = asyncio.Semaphore(EVICTIONS_IN_FLIGHT)
+        queue = self._take_idle()
+        dropped = len(queue)
+        dropping = self._dropping
 
-        async def evict(name: str, obj: Shareable) -> None:
-            try:
-                async with turns:
+        async def worker() -> None:
+            while queue:
+                name, obj = queue.popleft()
+                try:
                     returned, wasted = await obj._evict()
-            except Exception as exc:  # logged; the sweeper goes on
-                log.warning("dropping idle %s(%r) failed: %r", name, obj.key, exc)
-                returned = wasted = 0
-            finally:
-                self._dropping.remove(obj)
-                self._count_drop(obj)
-                self.evictions += 1
-            if self.observer is not None:
-                notify(self.observer.on_evict, EvictEvent(obj.key, name, returned, wasted))
+                except Exception as exc:  # logged; the sweeper goes on
+                    log.warning("dropping idle %s(%r) failed: %r", name, obj.key, exc)
+                    returned = wasted = 0
+                finally:
+                    del dropping[id(obj)]
+                    self._count_drop(obj)
+                    self.evictions += 1
+                if self.observer is not None:
+                    notify(self.observer.on_evict, EvictEvent(obj.key, name, returned, wasted))
+                del obj
 
-        await asyncio.gather(*(evict(name, entry.obj) for (name, _), entry in idle))
+        # A few workers taking the dropped objects in turn, not a task each: 100,000 keys
+        # dropped at once start EVICTIONS_IN_FLIGHT tasks, not 100,000.
+        await asyncio.gather(*(worker() for _ in range(min(EVICTIONS_IN_FLIGHT, dropped))))
         self._shrink()
         self._after_sweep()
-        return len(idle)
+        return dropped
+
+    def _take_idle(self) -> deque[tuple[str, Shareable]]:
+        """Take the idle objects out of the entries (the next factory call makes a fresh
+        one): ``(factory name, object)`` pairs, also kept in ``_dropping`` until given back.
+        Nothing else of the sweep holds them, so each dies by reference counting once its
+        give-back is done."""
+        idle: deque[tuple[str, Shareable]] = deque()
+        for place, entry in list(self.entries.items()):
+            now = entry.obj._activity()
+            if entry.seen == now and not entry.obj._busy():
+                del self.entries[place]
+                self._dropping[id(entry.obj)] = entry.obj
+                idle.append((place[0], entry.obj))
+            else:
+                entry.seen = now
+        return idle
 
     def _shrink(self) -> None:
         """Rebuild the table of entries once it holds under a quarter of its peak: a dict
@@ -237,7 +251,7 @@ class Registry:
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
         reserved, handed_out, returned, wasted = self._dropped
-        for obj in [*(entry.obj for entry in self.entries.values()), *self._dropping]:
+        for obj in [*(entry.obj for entry in self.entries.values()), *self._dropping.values()]:
             r, h, g, w = _allocator_numbers(obj)
             reserved, handed_out, returned, wasted = (
                 reserved + r,
@@ -271,8 +285,7 @@ def _allocator_numbers(obj: object) -> tuple[int, int, int, int]:
     (it holds no numbers)."""
     if not isinstance(obj, BlockAllocator):
         return 0, 0, 0, 0
-    stats = obj.statistics()
-    return stats.reserved, stats.handed_out, stats.returned, stats.wasted
+    return obj._numbers_so_far()
 
 
 def _shown(options: Mapping[str, Any], names: list[str]) -> str:

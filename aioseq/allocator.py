@@ -6,7 +6,6 @@ import logging
 import time
 import warnings
 from _thread import get_ident
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -181,7 +180,7 @@ class BlockAllocator:
         last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
         # The counter item records this allocator's numbering, not its counter's derived one.
         numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
-        self._counter = AtomicCounter(store, key, max_value=last_k, numbering=numbering)
+        self._counter = AtomicCounter._owned(store, key, max_value=last_k, numbering=numbering)
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
@@ -197,7 +196,7 @@ class BlockAllocator:
         # [lo, hi) pairs, increasing. Adjacent blocks are merged, so a gap between two means
         # another writer reserved there.
         self._next_k = self._end_k = 0
-        self._spare: deque[list[int]] = deque()
+        self._spare: list[list[int]] = []  # a block or two: a list is ~10x smaller than a deque
         self._spare_count = 0
         self._prefetch_k = 0  # next() kicks a prefetch once it hands out this counter value
         self._base = offset - stride  # number = _base + k * stride
@@ -205,7 +204,7 @@ class BlockAllocator:
         self._coalescer: Coalescer[int, range] = Coalescer(
             self._refill,
             name=f"BlockAllocator({self.key!r})",
-            on_abandoned=lambda values: self._waste(len(values), "cancelled"),
+            on_abandoned=self._abandoned,
         )
         self._waiting = self._coalescer.queue
         # Its ``_thread_id``: the thread the bound loop runs in, while it runs (else None;
@@ -303,7 +302,7 @@ class BlockAllocator:
             if not self._spare:
                 return None  # the next block may continue this one
             self._waste(self._end_k - lo, "skipped")
-            self._next_k, self._end_k = self._spare.popleft()
+            self._next_k, self._end_k = self._spare.pop(0)
             self._spare_count -= self._end_k - self._next_k
             self._blocks_changed()
 
@@ -395,6 +394,10 @@ class BlockAllocator:
         observer = self._counter.store.observer
         if observer is not None:
             notify(observer.on_waste, WasteEvent(self.key, numbers, reason))
+
+    def _abandoned(self, values: range) -> None:
+        """A caller was cancelled after its refill served it: its numbers are wasted."""
+        self._waste(len(values), "cancelled")
 
     def _abandon_blocks(self) -> None:
         self._waste(self.available, "abandoned")
@@ -559,6 +562,12 @@ class BlockAllocator:
     def block_size(self) -> int:
         """The current block size."""
         return self._block_size
+
+    def _numbers_so_far(self) -> tuple[int, int, int, int]:
+        """Numbers reserved, handed out, returned and wasted: :meth:`statistics`' figures
+        without the snapshot (a store sums them over every key it shares)."""
+        reserved, returned, wasted = self._reserved, self._returned, self._wasted
+        return reserved, reserved - returned - wasted - self.available, returned, wasted
 
     def statistics(self) -> AllocatorStatistics:
         """A frozen snapshot of the allocator's work."""

@@ -99,6 +99,9 @@ class Strategy:
             there (default: ``stride=1 offset=1`` with ``max_value``, as the strategies hand
             out the counter's values themselves; a [`BlockAllocator`][aioseq.BlockAllocator] passes
             its own to the atomic counter it owns).
+        adopt: whether the store remembers this object, to close it with itself (``False``
+            for the atomic counter a block allocator owns: the store remembers the allocator,
+            and a closed store refuses the counter's calls all the same).
 
     The object's [`numbering`][aioseq.AtomicCounter.numbering] is ``stride=1 offset=1`` with its
     ``max_value`` unless ``numbering`` says otherwise. Those with a counter item record it there on
@@ -118,6 +121,7 @@ class Strategy:
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         numbering: Numbering | None = None,
+        adopt: bool = True,
     ) -> None:
         self.key = check_key(key)
         self.max_value = check_count(max_value, "max_value")
@@ -135,7 +139,8 @@ class Strategy:
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})")
         self._closed = False
         self.store = store
-        store._adopt(self)
+        if adopt:  # else its owner (a block allocator) is adopted, and stands for it
+            store._adopt(self)
         self._numbers = 0  # numbers handed out
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now

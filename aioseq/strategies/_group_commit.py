@@ -19,10 +19,11 @@ failed condition means. The skeleton owns the rest, written once:
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from aioseq._coalesce import Waiter
+from aioseq._coalesce import Waiter, held_weakly
 from aioseq._retry import Classify
 from aioseq.errors import (
     AioseqError,
@@ -115,9 +116,14 @@ class GroupCommitter(Generic[W]):
             cancelled and it cannot have been applied (the sort-key strategy), rather than
             sending it for items nobody waits for (the transactional one stores the items of
             callers cancelled during the commit).
+
+    The strategy that owns the committer is its writer, and gives it its own methods: the
+    committer holds them weakly (a strong hold would make a reference cycle, so a strategy
+    dropped by its store would live on until a full collection of the cyclic GC). The
+    strategy's :meth:`commit` caller holds it for the commit's duration.
     """
 
-    __slots__ = ("classify", "handed_out", "limit", "rebuild_abandoned", "run", "writer")
+    __slots__ = ("_classify", "_handed_out", "_run", "_writer", "limit", "rebuild_abandoned")
 
     def __init__(
         self,
@@ -128,10 +134,10 @@ class GroupCommitter(Generic[W]):
         handed_out: Callable[[int], None],
         rebuild_abandoned: bool,
     ) -> None:
-        self.writer = writer
-        self.run = run
-        self.classify = classify
-        self.handed_out = handed_out
+        self._writer = weakref.ref(writer)
+        self._run = held_weakly(run)
+        self._classify = held_weakly(classify)
+        self._handed_out = held_weakly(handed_out)
         self.rebuild_abandoned = rebuild_abandoned
         #: After DynamoDB refused a group as invalid: the most puts per write (see
         #: `split_refused()`); ``None``: as many as the strategy takes.
@@ -139,7 +145,10 @@ class GroupCommitter(Generic[W]):
 
     async def commit(self, puts: list[Put]) -> None:
         """Commit one write for the waiting ``puts``; those it does not serve stay waiting."""
-        writer = self.writer
+        writer, run, classify = self._writer(), self._run(), self._classify()
+        handed_out = self._handed_out()
+        assert writer is not None and run is not None and classify is not None
+        assert handed_out is not None  # the strategy calling this holds them all
         pending: W | None = None  # the write in flight, until its outcome is known
         maybe_applied = False  # an attempt of it failed in a way that may hide its success
 
@@ -180,13 +189,13 @@ class GroupCommitter(Generic[W]):
                 writer.stored(write)
             pending = None
             self.limit = None
-            self.handed_out(len(write.group))
+            handed_out(len(write.group))
             for number, put in zip(write.numbers, write.group, strict=True):
                 if put.waiting:  # a caller cancelled during the write: its item is stored
                     put.future.set_result(number)
 
         try:
-            await self.run(attempt, self.classify)
+            await run(attempt, classify)
         except AioseqError:
             if pending is not None and maybe_applied:  # the items may be stored: say so
                 writer.unresolved(pending)

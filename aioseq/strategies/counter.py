@@ -125,6 +125,25 @@ class AtomicCounter(Strategy):
         values = {**self._values, ":n": number(n), ":limit": number(self.max_value - n)}
         return {**self._template, "ExpressionAttributeValues": values}
 
+    @classmethod
+    def _owned(
+        cls, store: Store, key: str, *, max_value: int, numbering: Numbering
+    ) -> AtomicCounter:
+        """The atomic counter a :class:`~aioseq.BlockAllocator` owns: its store does not
+        remember it apart from the allocator (one object per key in the store's set of what
+        it made, not two; a closed store refuses its calls all the same)."""
+        counter = cls.__new__(cls)
+        Strategy.__init__(
+            counter,
+            store,
+            key,
+            max_value=max_value,
+            max_in_flight=None,
+            numbering=numbering,
+            adopt=False,
+        )
+        return counter
+
     async def next(self) -> int:
         """The next number (a positive ``int``). See [`next_many()`][aioseq.AtomicCounter.next_many]
         for errors and cost."""

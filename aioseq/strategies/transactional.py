@@ -142,7 +142,7 @@ class TransactionalCounter(Strategy):
         self._committer = GroupCommitter(
             self, self._retry, _verdict, handed_out=self._handed_out, rebuild_abandoned=False
         )
-        self._group = self._grouper(self._committer.commit, group, largest=MAX_GROUP_SIZE)
+        self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
         self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
@@ -254,7 +254,12 @@ class TransactionalCounter(Strategy):
         """
         self._make_item(item, 1)  # validate before any request
         self._check_open()
-        return await self._through(self._group, self._committer.commit, item)
+        return await self._through(self._group, self._commit, item)
+
+    async def _commit(self, puts: list[Put]) -> None:
+        """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
+        so that its group's coalescer holds it weakly (no reference cycle)."""
+        await self._committer.commit(puts)
 
     # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
 

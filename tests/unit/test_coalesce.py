@@ -7,6 +7,8 @@ hold a flush at its one ``await`` and cancel or close around it.
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -203,3 +205,32 @@ def test_a_loop_binding_binds_at_first_use() -> None:
         loop.close()
     with pytest.raises(WrongEventLoop):
         asyncio.run(check())
+
+
+class Owner:
+    """An object that owns a coalescer and gives it its own method, as the allocator does."""
+
+    def __init__(self) -> None:
+        self.coalescer: Coalescer[int, int] = Coalescer(self.flush, on_abandoned=self.abandoned)
+
+    async def flush(self, batch: list[Waiter[int, int]]) -> None:
+        for waiter in batch:
+            waiter.future.set_result(waiter.request)
+
+    def abandoned(self, result: int) -> None:
+        pass
+
+
+async def test_an_owner_that_gives_its_methods_dies_by_reference_counting() -> None:
+    owner = Owner()
+    assert await owner.coalescer.submit(5) == 5
+    gone = weakref.ref(owner)
+    coalescer = owner.coalescer
+    gc.disable()  # a reference cycle would keep it until a collection
+    try:
+        del owner
+        assert gone() is None
+    finally:
+        gc.enable()
+    with pytest.raises(StoreClosed, match="dropped"):  # nobody is left to serve a caller
+        await coalescer.submit(6)
