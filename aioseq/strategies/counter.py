@@ -95,9 +95,12 @@ class AtomicCounter(Strategy):
     ) -> None:
         # ADD never loses a race: no turns to take.
         super().__init__(store, key, max_value=max_value, max_in_flight=None, numbering=numbering)
+        self._build_requests()
+
+    def _build_requests(self) -> None:
         # The request's parts that never change, built once (key, expressions, names, the
         # constant values); next_many fills in ``:n`` and ``:limit``, next() sends _one as is.
-        table = store.table
+        table = self.store.table
         guard_names, guard_values_ = guard_values(self._item.numbering)
         self._values = {":number_type": {"S": "N"}, ":zero": number(0), **guard_values_}
         self._template = {
@@ -129,7 +132,7 @@ class AtomicCounter(Strategy):
     def _owned(
         cls, store: Store, key: str, *, max_value: int, numbering: Numbering
     ) -> AtomicCounter:
-        """The atomic counter a :class:`~aioseq.BlockAllocator` owns: its store does not
+        """The atomic counter a [`BlockAllocator`][aioseq.BlockAllocator] owns: its store does not
         remember it apart from the allocator (one object per key in the store's set of what
         it made, not two; a closed store refuses its calls all the same)."""
         counter = cls.__new__(cls)
@@ -142,6 +145,7 @@ class AtomicCounter(Strategy):
             numbering=numbering,
             adopt=False,
         )
+        counter._build_requests()
         return counter
 
     async def next(self) -> int:
