@@ -52,6 +52,9 @@ TURN_TIMEOUT_SECS = 0.5
 #: Round trips a turn may be held before another writer takes it over.
 TURN_TIMEOUT_ROUND_TRIPS = 20
 
+#: A yield's pause, in this writer's round trips.
+YIELD_ROUND_TRIPS = 0.5
+
 #: The first guess of a write's round trip, before one was measured (seconds).
 FIRST_ROUND_TRIP_SECS = 0.01
 
@@ -85,8 +88,9 @@ class Turn:
         self._round_trip = FIRST_ROUND_TRIP_SECS  # moving average of this writer's writes
 
     def pause_secs(self) -> float:
-        """How long a yield waits: about one of this writer's round trips."""
-        return self._round_trip
+        """How long a yield waits: half of this writer's round trip (the holder took the turn
+        before this writer's write failed on it, so its own write is already on its way)."""
+        return self._round_trip * YIELD_ROUND_TRIPS
 
     def sent(self, secs: float) -> None:
         """A write took ``secs`` seconds (its answer came back)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -214,6 +213,17 @@ class TransactionalCounter(Strategy):
             if value is not None and "S" in value:
                 check_key(value["S"], f"the item's key attribute {name!r}", maximum=maximum)
 
+    def _key_values(self, item: Mapping[str, Any]) -> tuple[str, ...]:
+        """The item's key attributes as a hashable value (two puts with one key never share a
+        transaction): their AttributeValues' types and texts, with no deserializing."""
+        names = (self.item_partition_key, self.store.table.sort_key)
+        return tuple(
+            f"{name}\0{kind}\0{value!r}"
+            for name in names
+            if name is not None and name in item
+            for kind, value in item[name].items()
+        )
+
     def _key_of(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """The item's key attributes as plain values, for error messages (never the others)."""
         names = {self.item_partition_key, self.store.table.sort_key}
@@ -338,7 +348,7 @@ class TransactionalCounter(Strategy):
         items numbered from ``current + 1``. A put whose item cannot be made fails alone."""
         group: list[Put] = []
         items: list[dict[str, Any]] = []
-        keys: set[str] = set()
+        keys: set[tuple[str, ...]] = set()
         size = 0
         for put in puts:
             if not put.waiting:
@@ -351,7 +361,7 @@ class TransactionalCounter(Strategy):
             except Exception as exc:  # the caller's item function failed: only that caller
                 put.future.set_exception(exc)
                 continue
-            key = json.dumps(self._key_of(item), sort_keys=True, default=str)
+            key = self._key_values(item)
             size_of_item = item_size(item)
             if key in keys or (group and size + size_of_item > MAX_TRANSACTION_BYTES):
                 break  # the rest waits for the next transaction
