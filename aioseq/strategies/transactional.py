@@ -275,6 +275,8 @@ class TransactionalCounter(Strategy):
         limits, never two with one key), numbered from the counter's value as last seen, and
         the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
+        if not any(put.waiting for put in puts):
+            return None  # (before any request: a turn taken for nobody would hold the others)
         before = await self._item.ready()
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
