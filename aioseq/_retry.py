@@ -51,7 +51,7 @@ class Verdict(enum.Enum):
     #: condition returned the counter item).
     RETRY_NOW = "retry now"
     #: Try again after a short pause that does not grow with the attempts: another writer
-    #: holds the counter's turn (see :mod:`aioseq.strategies._turn`) and is about to commit.
+    #: holds the counter's turn (see `aioseq.strategies._turn`) and is about to commit.
     #: The pause is the caller's (``RetryEngine.run(pause_secs=)``), jittered by +-50%.
     YIELD = "yield"
     #: The error ends the call.
@@ -126,7 +126,7 @@ class RetryEngine:
                 Only ``Exception``\\ s are classified: ``CancelledError`` always propagates.
             retries: if given, each retry is counted here under `reason()` of its error.
             counter_key: the key of the counter that retries, for the observer and the log.
-            pause_secs: the wait before an attempt classified :attr:`Verdict.YIELD`, in
+            pause_secs: the wait before an attempt classified `Verdict.YIELD`, in
                 seconds (default: the policy's ``initial_backoff_secs``).
 
         Returns:

@@ -54,7 +54,7 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #:   ``ensure_at_least``) last moved it, ISO-8601 UTC (``"2025-01-31T12:00:00.000000+00:00"``).
 #: - ``aioseq_turn`` (S) on a counter item, only while a writer that lost a race waits to
 #:   commit next: that writer's turn token; the other conditional writers hold back until it
-#:   committed (see :mod:`aioseq.strategies._turn`).
+#:   committed (see `aioseq.strategies._turn`).
 TOKEN_ATTRIBUTE = "aioseq_token"
 WRITES_ATTRIBUTE = "aioseq_writes"
 TOKENS_ATTRIBUTE = "aioseq_tokens"

@@ -76,7 +76,7 @@ class CounterItem:
     async def ready(self) -> CounterState:
         """The counter item to build the next conditional write from: as last seen (read
         when unknown, or after a yield), with the turn taken first when this writer lost a
-        race (see :mod:`aioseq.strategies._turn`).
+        race (see `aioseq.strategies._turn`).
 
         Raises:
             CounterValueInvalid: the counter item's value is not a whole number.
@@ -93,7 +93,7 @@ class CounterItem:
 
     def lost_race(self) -> Verdict:
         """The retry engine's verdict on a write that lost the race on the counter item (its
-        failed condition's ``ALL_OLD`` already passed to :meth:`saw`)."""
+        failed condition's ``ALL_OLD`` already passed to `saw()`)."""
         if not self._known:
             return self.turn.lost_race(None)
         try:

@@ -12,7 +12,7 @@ in 3 s; docs/group-commit.md).
 So a lost race is not treated as throttling:
 
 - a loser whose failed condition returned the counter item (it knows the value) retries at
-  once (:attr:`~aioseq._retry.Verdict.RETRY_NOW`), with its group grown meanwhile; only a
+  once (`Verdict.RETRY_NOW`), with its group grown meanwhile; only a
   failure that returned nothing backs off as before;
 - before that retry it takes the counter's **turn**: one ``UpdateItem`` that sets
   ``aioseq_turn`` to a fresh token if nobody holds it (``attribute_exists(#pk) AND
@@ -21,10 +21,10 @@ So a lost race is not treated as throttling:
 - every conditional write on the counter item requires the turn it saw (``attribute_not_exists
   (#turn)``, or the token it holds) and removes it (``REMOVE #turn``): while a loser holds the
   turn, the winner's next write fails, and the winner, seeing someone else's turn, **yields**:
-  it waits about one of its own round trips (:attr:`~aioseq._retry.Verdict.YIELD`, a pause
+  it waits about one of its own round trips (`Verdict.YIELD`, a pause
   that does not grow), reads the counter item again (one ``GetItem``, cheaper than a write
   sent to fail) and writes once the turn is gone;
-- a turn held longer than :data:`TURN_TIMEOUT_SECS` (or 20 round trips, whichever is longer)
+- a turn held longer than `TURN_TIMEOUT_SECS` (or 20 round trips, whichever is longer)
   by the same token, as this writer measured it on its own clock, is stale (its holder
   crashed, was cancelled or closed): the next write takes it over (it requires that token and
   removes it), so a lost holder delays the others, never stops them.

@@ -182,7 +182,7 @@ class OptimisticCounter(Strategy):
     def _verdict(self, exc: Exception) -> Verdict:
         """A write is retried after a backoff on a transient error; one that lost the race is
         retried at once, or yields to the writer holding the counter's turn
-        (:meth:`CounterItem.lost_race <aioseq.strategies._counter_item.CounterItem.lost_race>`);
+        (`CounterItem.lost_race()`);
         a writer that yields retries after a pause of about one round trip."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD

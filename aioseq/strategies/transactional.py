@@ -407,7 +407,7 @@ class TransactionalCounter(Strategy):
         """A transaction is retried after a backoff on a transient error or when it was
         canceled for transient reasons only; one that lost the race on the counter (the action
         at index 0) is retried at once, or yields to the writer holding the counter's turn
-        (:meth:`CounterItem.lost_race <aioseq.strategies._counter_item.CounterItem.lost_race>`);
+        (`CounterItem.lost_race()`);
         a writer that yields retries after a pause of about one round trip."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD
