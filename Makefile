@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys soak clean
+.PHONY: demo test test-unit test-integration lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -98,6 +98,11 @@ bench-defaults: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # priced: scripts/in-loopback-netns .venv/bin/python -m benchmarks.guard --server dynamodb-local --parts
 bench-guard: $(VENV)/.installed-dev
 	$(BIN)/python -m benchmarks.guard $(ARGS)
+
+# Fair group commit: 4 processes vs 1 per strategy, the capacity model, grouped puts vs a raw
+# 99-item transaction loop (~4 minutes; docs/benchmarks.md).
+bench-fairness: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.fairness --server dynamodb-local $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).

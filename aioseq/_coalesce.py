@@ -258,6 +258,10 @@ class Coalescer(Generic[R, T]):
         flushed = False  # once closed, the flush already started runs its batch, no other
         try:
             while (self._kicked or self.queue) and not (self._closed and flushed):
+                if flushed:
+                    # Let the callers the last flush served run first: those that call again
+                    # at once join this batch instead of waiting out a flush of their own.
+                    await asyncio.sleep(0)
                 flushed = True
                 self._kicked = False
                 if self._window_secs > 0 and (

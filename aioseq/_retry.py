@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -46,8 +47,13 @@ class Verdict(enum.Enum):
     #: Try again after a jittered backoff (throttling, 5xx, a lost connection, a lost race).
     RETRY = "retry"
     #: Try again at once: the attempt learnt what the next one needs and nothing argues for
-    #: waiting (the sort-key strategy's ``+1`` after a taken key).
+    #: waiting (the sort-key strategy's ``+1`` after a taken key; a lost race whose failed
+    #: condition returned the counter item).
     RETRY_NOW = "retry now"
+    #: Try again after a short pause that does not grow with the attempts: another writer
+    #: holds the counter's turn (see `aioseq.strategies._turn`) and is about to commit.
+    #: The pause is the caller's (``RetryEngine.run(pause_secs=)``), jittered by +-50%.
+    YIELD = "yield"
     #: The error ends the call.
     FAIL = "fail"
 
@@ -110,6 +116,7 @@ class RetryEngine:
         classify: Classify = transient,
         retries: Counter[str] | None = None,
         counter_key: str = "",
+        pause_secs: Callable[[], float] | None = None,
     ) -> T:
         """Await ``attempt()`` until it returns, as the policy allows.
 
@@ -119,6 +126,8 @@ class RetryEngine:
                 Only ``Exception``\\ s are classified: ``CancelledError`` always propagates.
             retries: if given, each retry is counted here under `reason()` of its error.
             counter_key: the key of the counter that retries, for the observer and the log.
+            pause_secs: the wait before an attempt classified `Verdict.YIELD`, in
+                seconds (default: the policy's ``initial_backoff_secs``).
 
         Returns:
             what the first successful attempt returned.
@@ -139,7 +148,7 @@ class RetryEngine:
             if classify(exc) is Verdict.FAIL:
                 raise
             first = exc
-        run = _Run(self, attempt, first, classify, retries, counter_key, started)
+        run = _Run(self, attempt, first, classify, retries, counter_key, started, pause_secs)
         return await run.go()
 
 
@@ -154,6 +163,7 @@ class _Run(Generic[T]):
         "counter_key",
         "engine",
         "first",
+        "pause_secs",
         "retries",
         "started",
     )
@@ -167,6 +177,7 @@ class _Run(Generic[T]):
         retries: Counter[str] | None,
         counter_key: str,
         started: float,
+        pause_secs: Callable[[], float] | None = None,
     ) -> None:
         self.engine = engine
         self.attempt = attempt
@@ -175,6 +186,7 @@ class _Run(Generic[T]):
         self.retries = retries
         self.counter_key = counter_key
         self.started = started
+        self.pause_secs = pause_secs
         # An attempt failed in a way that may hide its success.
         self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
 
@@ -234,8 +246,13 @@ class _Run(Generic[T]):
 
     def _wait(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, Exception) and self.classify(error) is Verdict.RETRY_NOW:
+        verdict = self.classify(error) if isinstance(error, Exception) else Verdict.RETRY
+        if verdict is Verdict.RETRY_NOW:
             return 0.0
+        if verdict is Verdict.YIELD:
+            policy = self.engine.policy
+            pause = self.pause_secs() if self.pause_secs else policy.initial_backoff_secs
+            return pause * random.uniform(0.5, 1.5)
         return float(self.engine._jitter(state))
 
     def _before_sleep(self, state: RetryCallState) -> None:

@@ -52,13 +52,24 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #:   handed out under, recorded by the first write (``"stride=3 offset=2"``).
 #: - ``aioseq_updated_at`` (S) on a counter item: when an operator's write (``set_counter``,
 #:   ``ensure_at_least``) last moved it, ISO-8601 UTC (``"2025-01-31T12:00:00.000000+00:00"``).
+#: - ``aioseq_turn`` (S) on a counter item, only while a writer that lost a race waits to
+#:   commit next: that writer's turn token; the other conditional writers hold back until it
+#:   committed (see `aioseq.strategies._turn`).
 TOKEN_ATTRIBUTE = "aioseq_token"
 WRITES_ATTRIBUTE = "aioseq_writes"
 TOKENS_ATTRIBUTE = "aioseq_tokens"
 NUMBERING_ATTRIBUTE = "aioseq_numbering"
 UPDATED_AT_ATTRIBUTE = "aioseq_updated_at"
+TURN_ATTRIBUTE = "aioseq_turn"
 RESERVED_ATTRIBUTES = frozenset(
-    {TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE, TOKENS_ATTRIBUTE, NUMBERING_ATTRIBUTE, UPDATED_AT_ATTRIBUTE}
+    {
+        TOKEN_ATTRIBUTE,
+        WRITES_ATTRIBUTE,
+        TOKENS_ATTRIBUTE,
+        NUMBERING_ATTRIBUTE,
+        UPDATED_AT_ATTRIBUTE,
+        TURN_ATTRIBUTE,
+    }
 )
 #: How many conditional writes a counter item remembers the tokens of. A retry whose earlier
 #: attempt's answer was lost can tell its own write from a rival's while fewer than this many

@@ -223,7 +223,8 @@ class Row:
     ``count_errors``; otherwise an error ends the run). ``client_cpu_secs``: CPU time of the
     row's client processes while they took numbers, summed; ``client_gc_secs`` the part the
     garbage collector took, ``gc_collections`` its collections by generation (0, 1, 2).
-    ``per_process``: each process's numbers, timed seconds and CPU seconds, in process order.
+    ``per_process``: each process's numbers, timed seconds, CPU seconds, p99 (ms), requests and
+    lost races, in process order.
     """
 
     label: str
@@ -373,6 +374,9 @@ async def run_row(
                 "numbers": len(share.numbers),
                 "wall_secs": round(share.wall_secs, 3),
                 "cpu_secs": round(share.cpu_secs, 3),
+                "p99_ms": float(f"{_percentile_ms(share.latencies_secs, 99):.4g}"),
+                "requests": sum(share.requests.values()),
+                "lost_races": share.conflicts,
             }
             for share in shares
         ],

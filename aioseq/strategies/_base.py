@@ -275,13 +275,22 @@ class Strategy:
         self._running += 1
         try:
             turns = None if self._group is not None else self._turns
+            pause = self._item.turn.pause_secs
             if turns is None:
                 return await run(
-                    attempt, classify=classify, retries=self._retries, counter_key=self.key
+                    attempt,
+                    classify=classify,
+                    retries=self._retries,
+                    counter_key=self.key,
+                    pause_secs=pause,
                 )
             async with turns:
                 return await run(
-                    attempt, classify=classify, retries=self._retries, counter_key=self.key
+                    attempt,
+                    classify=classify,
+                    retries=self._retries,
+                    counter_key=self.key,
+                    pause_secs=pause,
                 )
         finally:
             self._running -= 1

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from aioseq._protocols import Store
+from aioseq._retry import Verdict
 from aioseq._values import Numbering, number
-from aioseq.errors import NumberingMismatch, NumberOutOfRange
+from aioseq.errors import CounterValueInvalid, NumberingMismatch, NumberOutOfRange
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+from aioseq.strategies._turn import Turn
 
 __all__ = ["CounterItem"]
 
@@ -30,7 +32,7 @@ class CounterItem:
         max_value: the highest number a write may take.
     """
 
-    __slots__ = ("_known", "_seen", "key", "max_value", "numbering", "store")
+    __slots__ = ("_known", "_seen", "key", "max_value", "numbering", "store", "turn")
 
     def __init__(self, store: Store, key: str, numbering: Numbering, max_value: int) -> None:
         self.store = store
@@ -41,6 +43,8 @@ class CounterItem:
         # False until the first read and after a failure that returned nothing.
         self._seen: dict[str, Any] | None = None
         self._known = False
+        #: This writer's side of the counter's turn (fairness across processes).
+        self.turn = Turn(store, key)
 
     @property
     def primary_key(self) -> dict[str, Any]:
@@ -68,6 +72,42 @@ class CounterItem:
         if not self._known:
             self.saw(await self.read())
         return CounterState.of(self._seen, key=self.key, table=self.store.table)
+
+    async def ready(self) -> CounterState:
+        """The counter item to build the next conditional write from: as last seen (read
+        when unknown, or after a yield), with the turn taken first when this writer lost a
+        race (see `aioseq.strategies._turn`).
+
+        Raises:
+            CounterValueInvalid: the counter item's value is not a whole number.
+            TurnHeld: another writer holds the turn: yield, then call again.
+        """
+        if self.turn.must_reread():
+            self._known = False
+        state = await self.last_seen()
+        taken = await self.turn.check(state)
+        if taken is None:
+            return state
+        self.saw(taken)
+        return CounterState.of(taken, key=self.key, table=self.store.table)
+
+    def lost_race(self) -> Verdict:
+        """The retry engine's verdict on a write that lost the race on the counter item (its
+        failed condition's ``ALL_OLD`` already passed to `saw()`)."""
+        if not self._known:
+            return self.turn.lost_race(None)
+        try:
+            state = CounterState.of(self._seen, key=self.key, table=self.store.table)
+        except CounterValueInvalid:
+            return Verdict.RETRY  # the next attempt reads it and raises
+        return self.turn.lost_race(state)
+
+    def committed(self, write: CounterWrite, secs: float) -> None:
+        """``write`` was applied, its answer back after ``secs`` seconds: remember the counter
+        item it left, and that its turn is used."""
+        self.saw(write.after(self.store.table))
+        self.turn.sent(secs)
+        self.turn.committed(write.before)
 
     def saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""

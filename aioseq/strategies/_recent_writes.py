@@ -38,7 +38,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._values import NUMBERING_ATTRIBUTE, AttributeValue, Item, number, parse_counter
+from aioseq._values import (
+    NUMBERING_ATTRIBUTE,
+    TURN_ATTRIBUTE,
+    AttributeValue,
+    Item,
+    number,
+    parse_counter,
+)
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
 from aioseq.numbering import recorded_text
 from aioseq.observe import Observer, WasteEvent, notify
@@ -69,6 +76,8 @@ class CounterState:
             it has none of that length.
         numbering: its recorded numbering's text (``aioseq_numbering``, see
             [`aioseq.numbering`][aioseq.numbering]), or ``None`` when it has none.
+        turn: the turn token of the writer waiting to commit next (``aioseq_turn``, see
+            `aioseq.strategies._turn`), or ``None`` when nobody holds the turn.
     """
 
     value: int = 0
@@ -76,6 +85,7 @@ class CounterState:
     writes: int | None = None
     tokens: tuple[str, ...] | None = None
     numbering: str | None = None
+    turn: str | None = None
 
     @classmethod
     def of(
@@ -98,7 +108,8 @@ class CounterState:
         tokens = None
         if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
             tokens = tuple(str(t["S"]) for t in ring)
-        return cls(value, True, writes, tokens, numbering)
+        turn = item.get(TURN_ATTRIBUTE, {}).get("S")
+        return cls(value, True, writes, tokens, numbering, turn if isinstance(turn, str) else None)
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,8 @@ class CounterWrite:
         """``ConditionExpression`` with its names and values: the counter item is exactly as
         ``before`` (``attribute_not_exists(#pk)`` when it did not exist), its recorded
         numbering included (when this write records one), so that a numbering changed since
-        ``before`` was seen fails it too."""
+        ``before`` was seen fails it too, and its turn (``attribute_not_exists(#turn)``, or
+        the turn token ``before`` held, which the write then removes)."""
         before = self.before
         if not before.exists:
             return {
@@ -160,6 +172,12 @@ class CounterWrite:
             else:
                 condition += " AND #numbering = :numbering_before"
                 values[":numbering_before"] = {"S": before.numbering}
+        names["#turn"] = TURN_ATTRIBUTE
+        if before.turn is None:
+            condition += " AND attribute_not_exists(#turn)"
+        else:
+            condition += " AND #turn = :turn"
+            values[":turn"] = {"S": before.turn}
         return {
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -187,12 +205,15 @@ class CounterWrite:
             names["#numbering"] = NUMBERING_ATTRIBUTE
             values[":numbering"] = {"S": self.numbering}
             ring += ", #numbering = :numbering"
-        request["UpdateExpression"] = f"SET #value = :next, #writes = :writes_after, {ring}"
+        update = f"SET #value = :next, #writes = :writes_after, {ring}"
+        if self.before.turn is not None:
+            update += " REMOVE #turn"  # the turn this write waited for is used
+        request["UpdateExpression"] = update
         return request
 
     def after(self, table: TableSpec) -> Item:
         """The counter item's value, writes, ring and numbering after this write (a whole
-        counter item for the ``PutItem`` form, with the key added)."""
+        counter item for the ``PutItem`` form, with the key added); no turn."""
         item: Item = {
             table.value_attribute: number(self.new),
             WRITES_ATTRIBUTE: number((self.before.writes or 0) + 1),

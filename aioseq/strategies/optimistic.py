@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
@@ -12,6 +13,7 @@ from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
 from aioseq.strategies._recent_writes import CounterWrite
+from aioseq.strategies._turn import TurnHeld
 
 __all__ = ["OptimisticCounter"]
 
@@ -132,7 +134,6 @@ class OptimisticCounter(Strategy):
         after an error that may hide its success, a failed condition is judged by the token
         ring on the counter item (`_was_applied()`), so a write whose answer was lost hands
         its numbers out instead of skipping them."""
-        table = self.store.table
         pending: CounterWrite | None = None  # the write in flight, until its outcome is known
         group: list[Waiter[int, range]] = []  # the callers it serves, in order
         maybe_applied = False  # an attempt of it failed in a way that may hide its success
@@ -145,10 +146,11 @@ class OptimisticCounter(Strategy):
                 group = [take for take in takes if take.waiting]
                 if not group:
                     return
-                before = await self._item.last_seen()
+                before = await self._item.ready()
                 pending = self._item.new_write(before, sum(take.request for take in group))
                 maybe_applied = False
             write = pending
+            started = time.monotonic()
             try:
                 await self._write(write)
             except ConditionFailed as exc:
@@ -161,7 +163,7 @@ class OptimisticCounter(Strategy):
                 maybe_applied = maybe_applied or exc.maybe_applied
                 raise
             else:
-                self._item.saw(write.after(table))
+                self._item.committed(write, time.monotonic() - started)
             pending = None
             self._numbers += len(write.numbers)
             start = write.numbers.start
@@ -171,11 +173,24 @@ class OptimisticCounter(Strategy):
                 start += take.request
 
         try:
-            await self._retry(attempt, _verdict)
+            await self._retry(attempt, self._verdict)
         except AioseqError:
             if pending is not None and maybe_applied:
                 self._lost.lost(pending, "the retry policy ran out first")
             raise
+
+    def _verdict(self, exc: Exception) -> Verdict:
+        """A write is retried after a backoff on a transient error; one that lost the race is
+        retried at once, or yields to the writer holding the counter's turn
+        (`CounterItem.lost_race()`);
+        a writer that yields retries after a pause of about one round trip."""
+        if isinstance(exc, TurnHeld):
+            return Verdict.YIELD
+        if is_transient(exc):
+            return Verdict.RETRY
+        if is_conflict(exc):
+            return self._item.lost_race()
+        return Verdict.FAIL
 
     async def _write(self, write: CounterWrite) -> None:
         """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""
@@ -192,8 +207,3 @@ class OptimisticCounter(Strategy):
         if not condition["ExpressionAttributeValues"]:  # a put has no update expression
             del condition["ExpressionAttributeValues"]
         await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)
-
-
-def _verdict(exc: Exception) -> Verdict:
-    """A write is retried after a backoff on a transient error or a lost race."""
-    return Verdict.RETRY if is_transient(exc) or is_conflict(exc) else Verdict.FAIL

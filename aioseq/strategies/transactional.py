@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -29,6 +29,7 @@ from aioseq.errors import (
 from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy, is_retryable_cancellation
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._recent_writes import CounterWrite
+from aioseq.strategies._turn import TurnHeld
 
 __all__ = ["ItemSpec", "TransactionalCounter"]
 
@@ -140,7 +141,7 @@ class TransactionalCounter(Strategy):
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         self._committer = GroupCommitter(
-            self, self._retry, _verdict, handed_out=self._handed_out, rebuild_abandoned=False
+            self, self._retry, self._verdict, handed_out=self._handed_out, rebuild_abandoned=False
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
@@ -212,6 +213,17 @@ class TransactionalCounter(Strategy):
             if value is not None and "S" in value:
                 check_key(value["S"], f"the item's key attribute {name!r}", maximum=maximum)
 
+    def _key_values(self, item: Mapping[str, Any]) -> tuple[str, ...]:
+        """The item's key attributes as a hashable value (two puts with one key never share a
+        transaction): their AttributeValues' types and texts, with no deserializing."""
+        names = (self.item_partition_key, self.store.table.sort_key)
+        return tuple(
+            f"{name}\0{kind}\0{value!r}"
+            for name in names
+            if name is not None and name in item
+            for kind, value in item[name].items()
+        )
+
     def _key_of(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """The item's key attributes as plain values, for error messages (never the others)."""
         names = {self.item_partition_key, self.store.table.sort_key}
@@ -268,7 +280,9 @@ class TransactionalCounter(Strategy):
         limits, never two with one key), numbered from the counter's value as last seen, and
         the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
-        before = await self._item.last_seen()
+        if not any(put.waiting for put in puts):
+            return None  # (before any request: a turn taken for nobody would hold the others)
+        before = await self._item.ready()
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None
@@ -297,7 +311,9 @@ class TransactionalCounter(Strategy):
 
     async def send(self, write: _Transaction) -> None:
         """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
+        started = time.monotonic()
         await self.store.call("transact_write_items", **write.request)
+        write.secs = time.monotonic() - started
 
     def judge(
         self, write: _Transaction, error: ConditionFailed | TransactionCanceled, maybe_applied: bool
@@ -325,8 +341,8 @@ class TransactionalCounter(Strategy):
         )
 
     def stored(self, write: _Transaction) -> None:
-        """The counter item is now what the transaction wrote."""
-        self._item.saw(write.counter_write.after(self.store.table))
+        """The counter item is now what the transaction wrote; its turn, if any, is used."""
+        self._item.committed(write.counter_write, write.secs)
 
     def unresolved(self, write: _Transaction) -> None:
         """The items may be stored: say so."""
@@ -339,7 +355,7 @@ class TransactionalCounter(Strategy):
         items numbered from ``current + 1``. A put whose item cannot be made fails alone."""
         group: list[Put] = []
         items: list[dict[str, Any]] = []
-        keys: set[str] = set()
+        keys: set[tuple[str, ...]] = set()
         size = 0
         for put in puts:
             if not put.waiting:
@@ -352,7 +368,7 @@ class TransactionalCounter(Strategy):
             except Exception as exc:  # the caller's item function failed: only that caller
                 put.future.set_exception(exc)
                 continue
-            key = json.dumps(self._key_of(item), sort_keys=True, default=str)
+            key = self._key_values(item)
             size_of_item = item_size(item)
             if key in keys or (group and size + size_of_item > MAX_TRANSACTION_BYTES):
                 break  # the rest waits for the next transaction
@@ -392,8 +408,25 @@ class TransactionalCounter(Strategy):
                 put.future.set_exception(error)
         return failed
 
+    def _verdict(self, exc: Exception) -> Verdict:
+        """A transaction is retried after a backoff on a transient error or when it was
+        canceled for transient reasons only; one that lost the race on the counter (the action
+        at index 0) is retried at once, or yields to the writer holding the counter's turn
+        (`CounterItem.lost_race()`);
+        a writer that yields retries after a pause of about one round trip."""
+        if isinstance(exc, TurnHeld):
+            return Verdict.YIELD
+        if is_transient(exc):
+            return Verdict.RETRY
+        if is_retryable_cancellation(exc, lost_race_at=0):
+            assert isinstance(exc, TransactionCanceled)
+            if exc.codes[:1] == ["ConditionalCheckFailed"]:
+                return self._item.lost_race()
+            return Verdict.RETRY
+        return Verdict.FAIL
 
-@dataclass(frozen=True)
+
+@dataclass
 class _Transaction:
     """One transaction of a group: its puts, their items, the request and the counter's
     conditional write (whose numbers are the puts')."""
@@ -402,6 +435,8 @@ class _Transaction:
     items: list[dict[str, Any]]
     request: dict[str, Any]
     counter_write: CounterWrite
+    #: How long its last send took, in seconds.
+    secs: float = 0.0
 
     @property
     def numbers(self) -> range:
@@ -413,11 +448,3 @@ def _decisive(exc: TransactionCanceled) -> bool:
     counter's, or an item's) or an item was refused. Otherwise every reason is transient
     (``TransactionConflict``, throttling) and the request is to be sent again unchanged."""
     return bool({"ConditionalCheckFailed", "ValidationError"} & set(exc.codes))
-
-
-def _verdict(exc: Exception) -> Verdict:
-    """A transaction is retried after a backoff on a transient error, or when it was canceled
-    for transient reasons or lost the race on the counter (the action at index 0)."""
-    if is_transient(exc) or is_retryable_cancellation(exc, lost_race_at=0):
-        return Verdict.RETRY
-    return Verdict.FAIL

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks import contention, many_keys
+from benchmarks import contention, fairness, many_keys
 from benchmarks.row import Row
 
 PERFORMANCE = Path(__file__).resolve().parents[2] / "docs" / "performance"
@@ -31,3 +31,7 @@ def test_contention_md_is_rendered_from_contention_json() -> None:
 def test_many_keys_md_is_rendered_from_many_keys_json() -> None:
     report = _report("many_keys")
     assert many_keys.markdown(report) == (PERFORMANCE / "many_keys.md").read_text()
+
+
+def test_fairness_md_is_rendered_from_fairness_json() -> None:
+    assert fairness.markdown(_report("fairness")) == (PERFORMANCE / "fairness.md").read_text()

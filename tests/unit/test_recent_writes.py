@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
+from aioseq.config import (
+    RECENT_WRITES,
+    TOKENS_ATTRIBUTE,
+    TURN_ATTRIBUTE,
+    WRITES_ATTRIBUTE,
+    TableSpec,
+)
 from aioseq.errors import ConfigurationError, CounterValueInvalid
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
 
@@ -55,15 +61,32 @@ def test_a_known_ring_is_written_one_slot_at_a_time() -> None:
     assert state.writes == 5 and state.value == 5
     request = CounterWrite(state, 6, "t5").update(TABLE)
     assert request["UpdateExpression"].endswith("#tokens[5] = :token")
-    assert request["ConditionExpression"] == "#value = :current AND #writes = :writes"
+    assert request["ConditionExpression"] == (
+        "#value = :current AND #writes = :writes AND attribute_not_exists(#turn)"
+    )
     assert request["ExpressionAttributeValues"][":writes"] == {"N": "5"}
+
+
+def test_a_write_from_a_held_turn_requires_it_and_removes_it() -> None:
+    item = item_after(*chain(CounterState(), 2))
+    item[TURN_ATTRIBUTE] = {"S": "turn-1"}
+    state = CounterState.of(item, key="c", table=TABLE)
+    assert state.turn == "turn-1"
+    write = CounterWrite(state, 3, "t2")
+    request = write.update(TABLE)
+    assert request["ConditionExpression"].endswith(" AND #turn = :turn")
+    assert request["ExpressionAttributeValues"][":turn"] == {"S": "turn-1"}
+    assert request["UpdateExpression"].endswith(" REMOVE #turn")
+    assert TURN_ATTRIBUTE not in write.after(TABLE)
 
 
 def test_a_counter_without_writes_is_matched_on_its_value_alone() -> None:
     legacy = {"pk": {"S": "c"}, "sk": {"N": "0"}, "value": {"N": "7"}}
     state = CounterState.of(legacy, key="c", table=TABLE)
     request = CounterWrite(state, 8, "t").update(TABLE)
-    assert request["ConditionExpression"] == "#value = :current AND attribute_not_exists(#writes)"
+    assert request["ConditionExpression"] == (
+        "#value = :current AND attribute_not_exists(#writes) AND attribute_not_exists(#turn)"
+    )
     assert ":tokens" in request["ExpressionAttributeValues"]  # the whole ring, first time
 
 

@@ -1,0 +1,435 @@
+"""Fair group commit across processes (issue 23, items 1 and 4): numbers, not timed tests.
+
+    scripts/in-loopback-netns .venv/bin/python -m benchmarks.fairness --server dynamodb-local
+    python -m benchmarks.fairness --quick          # seconds, embedded moto: the smoke test
+
+Sections, ratios from rows run next to each other in one run, rounds alternating:
+
+1. ``processes``: one counter with the library's defaults, ``--tasks`` tasks (128) in 1
+   process, then the same tasks spread over ``--processes`` (4) processes, for the
+   transactional, sort-key and optimistic strategies. Each process times its share after a
+   start barrier (interpreter start-up and client set-up not counted). Targets: aggregate >=
+   0.8x one process; the slowest process's wall <= 1.3x the fastest's; p99 of a call <= 2x
+   the single process's (pooled over the processes, and the worst process's).
+2. ``hot``: the same 4 processes through the capacity model (150 WCU/s per item, 2-6 ms round
+   trips, a child process): no process starved (each makes at least half its fair share).
+3. ``raw``: grouped transactional ``put()`` at ``--tasks`` tasks in one process against a raw
+   aiobotocore loop that sends ``TransactWriteItems`` of 99 conditional puts plus the
+   counter's conditional update back to back, one in flight, on a client with the store's
+   settings: the batching limit of one item's transactions (target >= 0.7x).
+
+Load on the machine (``uptime``) is recorded at the start and the end. Writes
+``fairness.json`` and ``fairness.md`` into ``--out``; exits 1 if a row broke a guarantee.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from aiobotocore.config import AioConfig
+
+from aioseq import DynamoStore
+from aioseq.testing.capacity import CapacityModel
+from benchmarks._report import header, machine
+from benchmarks.defaults.bench import Bench, CapacityProxy, Result, server_pid
+from benchmarks.defaults.options import Options, defaults
+from benchmarks.row import server
+from benchmarks.variants import _client_arguments, client_config, session
+
+STRATEGIES = ("transactional", "sort-key", "optimistic")
+SECTIONS = ("processes", "hot", "raw")
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass(frozen=True)
+class Settings:
+    tasks: int = 128
+    processes: int = 4
+    rounds: int = 2
+    row_secs: float = 3.0
+    hot_secs: float = 5.0
+    raw_secs: float = 3.0
+    sections: tuple[str, ...] = SECTIONS
+    strategies: tuple[str, ...] = STRATEGIES
+
+
+QUICK = Settings(tasks=8, processes=2, rounds=1, row_secs=0.3, hot_secs=0.5, raw_secs=0.3)
+
+
+def _uptime() -> str:
+    load = os.getloadavg()
+    return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
+
+
+# --- sections ----------------------------------------------------------------------------
+
+
+async def section_processes(bench: Bench, s: Settings) -> list[dict[str, Any]]:
+    rows = []
+    for round_ in range(s.rounds):
+        for strategy in s.strategies:
+            variant = defaults(strategy, f"{strategy} (defaults)")
+            order = (1, s.processes) if round_ % 2 == 0 else (s.processes, 1)
+            for processes in order:
+                result = await bench.measure(
+                    "processes",
+                    variant,
+                    tasks=s.tasks,
+                    processes=processes,
+                    secs=s.row_secs,
+                    round=round_,
+                    strategy=strategy,
+                )
+                rows.append(_row(result, strategy, processes, round_, "direct"))
+    return rows
+
+
+async def section_hot(bench: Bench, s: Settings) -> list[dict[str, Any]]:
+    rows = []
+    for strategy in s.strategies:
+        variant = defaults(strategy, f"{strategy} (defaults)")
+        result = await bench.measure(
+            "hot",
+            variant,
+            tasks=s.tasks,
+            processes=s.processes,
+            secs=s.hot_secs,
+            condition="hot",
+            count_errors=True,
+            strategy=strategy,
+        )
+        rows.append(_row(result, strategy, s.processes, 0, "hot"))
+    return rows
+
+
+def _row(
+    result: Result, strategy: str, processes: int, round_: int, condition: str
+) -> dict[str, Any]:
+    row = result.row
+    return {
+        "strategy": strategy,
+        "processes": processes,
+        "round": round_,
+        "condition": condition,
+        "numbers": row.numbers,
+        "numbers_per_s": row.numbers_per_s,
+        "p99_ms": row.p99_ms,
+        "requests_per_number": row.requests_per_number,
+        "lost_races_per_number": row.conflicts_per_number,
+        "requests": row.requests,
+        "retries": row.retries,
+        "errors": row.errors,
+        "throttled": result.throttled,
+        "ok": row.ok,
+        "per_process": row.per_process,
+        "cores": result.cores(),
+    }
+
+
+async def _raw_transactions(endpoint: str, table: str, secs: float) -> dict[str, Any]:
+    """The raw loop: ``TransactWriteItems`` of the counter's conditional update and 99
+    conditional puts, back to back, on a client with the store's settings."""
+    async with DynamoStore.open(table=table, endpoint_url=endpoint, session=session()) as store:
+        config = client_config(store)
+    credentials = await session().get_credentials()  # type: ignore[misc]
+    arguments = _client_arguments(endpoint, session().region_name, credentials)
+    client_context: Any = session().client("dynamodb", config=AioConfig(**config), **arguments)
+    async with client_context as client:
+        value = 0
+        transactions = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < secs:
+            counter = {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "raw"}, "sk": {"N": "0"}},
+                    "UpdateExpression": "SET #v = :next",
+                    "ConditionExpression": "attribute_not_exists(#pk) OR #v = :current",
+                    "ExpressionAttributeNames": {"#v": "value", "#pk": "pk"},
+                    "ExpressionAttributeValues": {
+                        ":next": {"N": str(value + 99)},
+                        ":current": {"N": str(value)},
+                    },
+                }
+            }
+            puts = [
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {"pk": {"S": "raw"}, "sk": {"N": str(n)}},
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                        "ExpressionAttributeNames": {"#pk": "pk"},
+                    }
+                }
+                for n in range(value + 1, value + 100)
+            ]
+            await client.transact_write_items(
+                TransactItems=[counter, *puts], ClientRequestToken=uuid.uuid4().hex
+            )
+            value += 99
+            transactions += 1
+        wall = time.perf_counter() - started
+    return {"numbers": value, "wall_secs": round(wall, 3), "numbers_per_s": round(value / wall, 1)}
+
+
+async def section_raw(bench: Bench, s: Settings) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    grouped = defaults("transactional", "transactional (defaults)")
+    for round_ in range(s.rounds):
+        for which in ("aioseq", "raw") if round_ % 2 == 0 else ("raw", "aioseq"):
+            if which == "aioseq":
+                result = await bench.measure(
+                    "raw", grouped, tasks=s.tasks, secs=s.raw_secs, round=round_
+                )
+                rows.append({**_row(result, "transactional", 1, round_, "direct"), "raw": False})
+                continue
+            table = f"aioseq-bench-{uuid.uuid4().hex[:12]}"
+            async with DynamoStore(bench.inspector.client, table) as store:
+                await store.create_table()
+                try:
+                    raw = await _raw_transactions(bench.endpoint, table, s.raw_secs)
+                finally:
+                    await store.delete_table()
+            rows.append(
+                {"strategy": "raw TransactWriteItems x99", "round": round_, "raw": True, **raw}
+            )
+    return rows
+
+
+# --- targets -------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def targets(rows: list[dict[str, Any]], s: Settings) -> list[dict[str, Any]]:
+    found = []
+    for strategy in s.strategies:
+        mine = [  # the processes section's rows
+            r
+            for r in rows
+            if r.get("strategy") == strategy and r.get("condition") == "direct" and "raw" not in r
+        ]
+        ones = {r["round"]: r for r in mine if r["processes"] == 1}
+        manys = {r["round"]: r for r in mine if r["processes"] > 1}
+        rounds = sorted(set(ones) & set(manys))
+        if not rounds:
+            continue
+        agg = [manys[i]["numbers_per_s"] / max(ones[i]["numbers_per_s"], 1e-9) for i in rounds]
+        walls = [
+            max(p["wall_secs"] for p in manys[i]["per_process"])
+            / max(min(p["wall_secs"] for p in manys[i]["per_process"]), 1e-9)
+            for i in rounds
+        ]
+        p99 = [manys[i]["p99_ms"] / max(ones[i]["p99_ms"], 1e-9) for i in rounds]
+        worst_p99 = [
+            max(p["p99_ms"] for p in manys[i]["per_process"]) / max(ones[i]["p99_ms"], 1e-9)
+            for i in rounds
+        ]
+        shares = ["/".join(f"{p['numbers']:,}" for p in manys[i]["per_process"]) for i in rounds]
+        found += [
+            _target(
+                f"{strategy}: aggregate, {s.processes} processes vs 1",
+                _median(agg),
+                0.8,
+                ">=",
+                [f"{x:.2f}" for x in agg],
+                f"{_median([manys[i]['numbers_per_s'] for i in rounds]):,.0f} vs"
+                f" {_median([ones[i]['numbers_per_s'] for i in rounds]):,.0f}/s; puts per"
+                f" process {'; '.join(shares)}",
+            ),
+            _target(
+                f"{strategy}: slowest process's wall / fastest's",
+                max(walls),
+                1.3,
+                "<=",
+                [f"{x:.2f}" for x in walls],
+                "worst round",
+            ),
+            _target(
+                f"{strategy}: p99, {s.processes} processes (pooled) vs 1",
+                _median(p99),
+                2.0,
+                "<=",
+                [f"{x:.2f}" for x in p99],
+                f"{_median([manys[i]['p99_ms'] for i in rounds]):,.0f} vs"
+                f" {_median([ones[i]['p99_ms'] for i in rounds]):,.0f} ms; worst process"
+                f" {_median(worst_p99):.2f}x",
+            ),
+        ]
+    for r in (r for r in rows if r.get("condition") == "hot"):
+        counts = [p["numbers"] for p in r["per_process"]]
+        fair = sum(counts) / max(len(counts), 1)
+        least = min(counts) / max(fair, 1e-9)
+        found.append(
+            _target(
+                f"{r['strategy']}: capacity model, least process / fair share",
+                least,
+                0.5,
+                ">=",
+                [],
+                f"puts per process {'/'.join(f'{c:,}' for c in counts)};"
+                f" {r['numbers_per_s']:,.0f}/s, throttled {r['throttled']},"
+                f" errors {sum(r['errors'].values())}, p99 {r['p99_ms']:,.0f} ms",
+            )
+        )
+    raw = [r for r in rows if "raw" in r]
+    pairs = []
+    for round_ in sorted({r["round"] for r in raw}):
+        a = [r for r in raw if r["round"] == round_ and not r["raw"]]
+        b = [r for r in raw if r["round"] == round_ and r["raw"]]
+        if a and b:
+            pairs.append((a[0]["numbers_per_s"], b[0]["numbers_per_s"]))
+    if pairs:
+        ratios = [x / max(y, 1e-9) for x, y in pairs]
+        found.append(
+            _target(
+                f"grouped transactional put(), {s.tasks} tasks, vs raw 99-item loop",
+                _median(ratios),
+                0.7,
+                ">=",
+                [f"{x:.2f}" for x in ratios],
+                f"{_median([x for x, _ in pairs]):,.0f} vs"
+                f" {_median([y for _, y in pairs]):,.0f} puts/s",
+            )
+        )
+    return found
+
+
+def _target(
+    name: str, value: float, goal: float, sense: str, rounds: list[str], detail: str
+) -> dict[str, Any]:
+    met = value >= goal if sense == ">=" else value <= goal
+    return {
+        "target": name,
+        "measured": round(value, 2),
+        "goal": f"{sense} {goal}",
+        "met": met,
+        "rounds": rounds,
+        "detail": detail,
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Fair group commit across processes",
+        "",
+        f"`{report['command']}`, {report['date']}, {report['server']};"
+        f" {report['load_at_start']} at the start, {report['load_at_end']} at the end.",
+        "",
+        "| target | measured | goal | met | rounds | detail |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in report["targets"]:
+        lines.append(
+            f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else 'NO'}"
+            f" | {', '.join(t['rounds'])} | {t['detail']} |"
+        )
+    lines += [
+        "",
+        "## Rows",
+        "",
+        "| section | strategy | processes | round | numbers/s | p99 ms |"
+        " requests/number | lost races/number | per process (puts, wall s, p99 ms) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["rows"]:
+        per = "; ".join(
+            f"{p['numbers']:,}, {p['wall_secs']:.2f}, {p['p99_ms']:,.0f}"
+            for p in r.get("per_process", [])
+        )
+        lines.append(
+            f"| {r.get('condition', 'raw')} | {r['strategy']} | {r.get('processes', 1)} |"
+            f" {r['round']} | {r['numbers_per_s']:,.0f} | {r.get('p99_ms', '')} |"
+            f" {r.get('requests_per_number', '')} | {r.get('lost_races_per_number', '')} | {per} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def run(s: Settings, endpoint: str) -> dict[str, Any]:
+    proxies: dict[str, CapacityProxy] = {}
+    rows: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as stack:
+        if "hot" in s.sections:
+            model = CapacityModel(item_wcu_per_sec=150, round_trip_secs=(0.002, 0.006))
+            proxies["hot"] = CapacityProxy(endpoint, model)
+            stack.callback(proxies["hot"].close)
+            proxies["hot"].endpoint_url  # noqa: B018 (waits for the proxy to listen)
+        async with DynamoStore.open(endpoint_url=endpoint) as inspector:
+            options = replace(Options(), count=1_000_000)
+            bench = Bench(options, endpoint, inspector, server_pid(endpoint), proxies)
+            try:
+                warm = defaults("transactional", "warm-up")
+                await bench.measure("warm-up", warm, tasks=16, secs=1.0, record=False)
+                if "processes" in s.sections:
+                    rows += await section_processes(bench, s)
+                if "hot" in s.sections:
+                    rows += await section_hot(bench, s)
+                if "raw" in s.sections:
+                    rows += await section_raw(bench, s)
+            finally:
+                for pool in bench.pools.values():
+                    pool.shutdown()
+    return {"rows": rows, "targets": targets(rows, s), "ok": all(r.get("ok", True) for r in rows)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.fairness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--row-secs", type=float)
+    parser.add_argument("--sections", help=",".join(SECTIONS))
+    parser.add_argument("--strategies", help=",".join(STRATEGIES))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(arguments)
+    s = QUICK if args.quick else Settings()
+    if args.rounds:
+        s = replace(s, rounds=args.rounds)
+    if args.row_secs:
+        s = replace(s, row_secs=args.row_secs)
+    if args.sections:
+        s = replace(s, sections=tuple(args.sections.split(",")))
+    if args.strategies:
+        s = replace(s, strategies=tuple(args.strategies.split(",")))
+    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
+    report: dict[str, Any] = {
+        "command": f"{wrapper}.venv/bin/python -m benchmarks.fairness {' '.join(arguments)}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_at_start": _uptime(),
+        "settings": s.__dict__,
+    }
+    with server(args.server) as (endpoint, description):
+        report.update(header(endpoint))
+        report["server"] = description
+        report.update(asyncio.run(run(s, endpoint)))
+    report["load_at_end"] = _uptime()
+    report["machine"] = machine()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fairness.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    text = markdown(report)
+    (args.out / "fairness.md").write_text(text)
+    print(text)
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
