@@ -133,7 +133,8 @@ class DynamoStore:
     - ``DynamoStore(client, table)`` borrows a client the application already has (from
       ``aioboto3.Session().client("dynamodb")``) and never closes it.
 
-    Counters are made from it: [`atomic_counter()`][aioseq.DynamoStore.atomic_counter],
+    Counters are made from it: [`block_allocator()`][aioseq.DynamoStore.block_allocator],
+    [`atomic_counter()`][aioseq.DynamoStore.atomic_counter],
     [`optimistic_counter()`][aioseq.DynamoStore.optimistic_counter],
     [`sort_key_counter()`][aioseq.DynamoStore.sort_key_counter],
     [`transactional_counter()`][aioseq.DynamoStore.transactional_counter].
