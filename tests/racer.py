@@ -3,18 +3,14 @@
 each here, which a test starting four processes per strategy paid dozens of times).
 
     python tests/racer.py ENDPOINT TABLE COUNT CONCURRENCY KEY=VARIANT [KEY=VARIANT ...]
-        [--in-turn]
 
 VARIANT is a strategy of ``aioseq next`` (``atomic``, ``sort-key``, ...), optionally with
-``+group`` or ``+no-group``. For each ``KEY=VARIANT`` the racer opens a store as ``aioseq next``
-does (``DynamoStore.open`` with the endpoint and the table) and takes COUNT numbers from
+``+group`` or ``+no-group``. The keys run one after the other. For each ``KEY=VARIANT`` the
+racer opens a store as ``aioseq next`` does (``DynamoStore.open`` with the endpoint and the
+table), prints ``ready KEY`` and waits for a line on stdin, so that a test starts every
+process's race on KEY together (an event, not a sleep); then it takes COUNT numbers from
 counter KEY with CONCURRENCY tasks through ``aioseq._workload.run_workload``, the function
 ``aioseq next`` runs, printing ``KEY N`` on stdout for each number as soon as it is taken.
-
-- By default every key runs at once.
-- With ``--in-turn`` the keys run one after the other: for each, the racer opens its store,
-  prints ``ready KEY`` and waits for a line on stdin before it takes a number, so that a test
-  starts every process's race on KEY together (an event, not a sleep).
 
 Exits 0 when every number was taken; 1 with the error on stderr otherwise.
 """
@@ -30,7 +26,6 @@ from aioseq import DynamoStore, TableSpec
 from aioseq._workload import run_workload
 
 GROUP = {"": None, "+group": True, "+no-group": False}
-IN_TURN = "--in-turn" in sys.argv
 
 
 def parse_variant(variant: str) -> tuple[str, bool | None]:
@@ -41,11 +36,11 @@ def parse_variant(variant: str) -> tuple[str, bool | None]:
 
 def printed_by_key(stdout: str) -> dict[str, str]:
     """A racer's output, as ``aioseq next`` would have printed it for each key (one number a
-    line); a torn last line (a killed racer) is left out, as ``History.add_printed`` does."""
+    line); ``ready`` lines and a torn last line are left out."""
     lines: dict[str, list[str]] = defaultdict(list)
     for line in stdout.split("\n")[:-1]:
         key, _, number = line.partition(" ")
-        if number:
+        if key != "ready":
             lines[key].append(number + "\n")
     return {key: "".join(numbers) for key, numbers in lines.items()}
 
@@ -64,23 +59,15 @@ async def _take(store: DynamoStore, key: str, variant: str, count: int, tasks: i
 
 async def _race(endpoint: str, table: str, key: str, variant: str, count: int, tasks: int) -> None:
     async with DynamoStore.open(table=TableSpec(name=table), endpoint_url=endpoint) as store:
-        if IN_TURN:
-            print(f"ready {key}", flush=True)
-            await asyncio.to_thread(sys.stdin.readline)
+        print(f"ready {key}", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
         await _take(store, key, variant, count, tasks)
 
 
 async def _main(argv: Sequence[str]) -> None:
-    endpoint, table, count, tasks, *specs = [a for a in argv if a != "--in-turn"]
-    races = [
-        _race(endpoint, table, key, variant, int(count), int(tasks))
-        for key, _, variant in (spec.partition("=") for spec in specs)
-    ]
-    if IN_TURN:
-        for race in races:
-            await race
-    else:
-        await asyncio.gather(*races)
+    endpoint, table, count, tasks, *specs = argv
+    for key, _, variant in (spec.partition("=") for spec in specs):
+        await _race(endpoint, table, key, variant, int(count), int(tasks))
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def test_four_processes_at_once_on_one_counter_of_each_strategy(
     races = {f"shared-{variant}": variant for variant in variants}
     command = [
         sys.executable, str(RACER), aioseq_endpoint, table, str(count), str(concurrency),
-        *(f"{key}={variant}" for key, variant in races.items()), "--in-turn",
+        *(f"{key}={variant}" for key, variant in races.items()),
     ]  # fmt: skip
     errors = [(tmp_path / f"p{i}.stderr").open("w+") for i in range(4)]  # never a full pipe
     processes = [
