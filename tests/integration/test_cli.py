@@ -8,9 +8,11 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from checks import aioseq, assert_distinct, assert_exactly, cli_table
+from racer import parse_variant, printed_by_key
 
 from aioseq import DynamoStore, TableSpec
 from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
@@ -158,56 +160,72 @@ def test_unknown_strategy_is_a_usage_error() -> None:
 
 
 #: Each strategy as it runs by default (grouped where it groups), on both servers.
-DEFAULTS = [(s, s in GROUPED_STRATEGIES) for s in STRATEGIES]
+DEFAULTS = list(STRATEGIES)
 #: The grouped strategies with group commit off, on DynamoDB Local (moto serializes every
 #: request anyway, so its ungrouped race adds time, not a new interleaving).
-UNGROUPED = [(s, False) for s in sorted(GROUPED_STRATEGIES)]
+UNGROUPED = [f"{s}+no-group" for s in sorted(GROUPED_STRATEGIES)]
+RACER = Path(__file__).resolve().parents[1] / "racer.py"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("strategy", "group"), DEFAULTS)
-def test_four_processes_at_once_on_one_counter(
-    aioseq_endpoint: str, table: str, strategy: str, group: bool, backend: str
+def test_four_processes_at_once_on_one_counter_of_each_strategy(
+    aioseq_endpoint: str, table: str, backend: str, tmp_path: Path
 ) -> None:
-    _four_processes(aioseq_endpoint, table, strategy, group, backend)
-
-
-@pytest.mark.slow
-@pytest.mark.only_on("dynamodb-local")
-@pytest.mark.parametrize(("strategy", "group"), UNGROUPED)
-def test_four_ungrouped_processes_at_once_on_one_counter(
-    aioseq_endpoint: str, table: str, strategy: str, group: bool, backend: str
-) -> None:
-    _four_processes(aioseq_endpoint, table, strategy, group, backend)
-
-
-def _four_processes(
-    aioseq_endpoint: str, table: str, strategy: str, group: bool, backend: str
-) -> None:
-    # The issue's figure (4 x 500 with 50 tasks) on DynamoDB Local; smaller on moto, whose
-    # transactions copy the whole table each time.
-    count, concurrency = (500, 50) if backend == "dynamodb-local" else (100, 20)
+    """Four processes take numbers from one counter at once, for each strategy in turn: what
+    ``aioseq next`` runs (``run_workload``, in ``tests/racer.py``), four Python start-ups in
+    all instead of four per strategy; every process opens its store for the strategy, then
+    all start together."""
+    # 50 tasks a process on DynamoDB Local, all 200 started together, then 4 numbers each (the
+    # race is at the start; 500 numbers a process added CPU, not interleavings); smaller on
+    # moto, whose transactions copy the whole table each time.
+    count, concurrency = (200, 50) if backend == "dynamodb-local" else (100, 20)
+    variants = DEFAULTS + (UNGROUPED if backend == "dynamodb-local" else [])
+    races = {f"shared-{variant}": variant for variant in variants}
     command = [
-        sys.executable, "-m", "aioseq", "--endpoint-url", aioseq_endpoint, "--table", table,
-        "next", "shared", "--strategy", strategy,
-        "--count", str(count), "--concurrency", str(concurrency),
-        "--group" if group else "--no-group",
+        sys.executable, str(RACER), aioseq_endpoint, table, str(count), str(concurrency),
+        *(f"{key}={variant}" for key, variant in races.items()),
     ]  # fmt: skip
+    errors = [(tmp_path / f"p{i}.stderr").open("w+") for i in range(4)]  # never a full pipe
     processes = [
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(4)
+        subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+        for stderr in errors
     ]
-    outputs = [p.communicate(timeout=600) for p in processes]
-    for process, (_, stderr) in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, stderr
-    numbers = [int(n) for stdout, _ in outputs for n in stdout.split()]
-    assert len(numbers) == 4 * count
-    if strategy in GAPLESS_STRATEGIES:
-        assert_exactly(numbers, 1, 4 * count)
-        stored = asyncio.run(_stored(aioseq_endpoint, table, "shared"))
-        assert_exactly(stored, 1, 4 * count)
-    else:
-        assert_distinct(numbers)
+    outputs = ["" for _ in processes]
+    try:
+        for key in races:
+            for i, process in enumerate(processes):  # each has opened its store for key
+                assert process.stdout is not None
+                while (line := process.stdout.readline()) != f"ready {key}\n":
+                    assert line, (process.wait(60), errors[i].seek(0), errors[i].read())
+                    outputs[i] += line
+            for process in processes:  # then all start at once
+                assert process.stdin is not None
+                process.stdin.write("go\n")
+                process.stdin.flush()
+        ends = [p.communicate(timeout=600) for p in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for i, (process, (stdout, _)) in enumerate(zip(processes, ends, strict=True)):
+        errors[i].seek(0)
+        assert process.returncode == 0, errors[i].read()
+        errors[i].close()
+        outputs[i] += stdout
+    printed = [printed_by_key(output) for output in outputs]
+    for key, variant in races.items():
+        numbers = [int(n) for p in printed for n in p.get(key, "").split()]
+        assert len(numbers) == 4 * count, variant
+        strategy, _ = parse_variant(variant)
+        if strategy in GAPLESS_STRATEGIES:
+            assert_exactly(numbers, 1, 4 * count)
+            stored = asyncio.run(_stored(aioseq_endpoint, table, key))
+            assert_exactly(stored, 1, 4 * count)
+        else:
+            assert_distinct(numbers)
 
 
 async def _stored(endpoint: str, table: str, key: str) -> list[int]:

@@ -16,6 +16,9 @@ from verification.soak import (
 )
 
 
+# The soak tool's end-to-end run, on the server it targets (make soak). On moto, a process
+# killed mid-run through faults is test_crash.py's, every fault kind test_faults.py's.
+@pytest.mark.only_on("dynamodb-local")
 async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoint: str) -> None:
     lines: list[str] = []
     results = await run_soak(
