@@ -48,6 +48,50 @@ class _OneAtATime:
                     close()
 
 
+class _TableBackups:
+    """Stands in for the ``copy`` module inside ``moto.dynamodb.models``: moto's
+    ``transact_write_items`` deep-copies a table once per *item* of the transaction that names
+    it, as a backup to roll back to (moto 5.x), so a 100-item transaction copied a 500-item table
+    100 times. Under the server's one lock, a table is copied once per transaction here: the
+    same backup, ``copy.deepcopy`` for everything else."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.backups: dict[int, Any] | None = None  # by id(table), during one transaction
+
+    def deepcopy(self, obj: Any) -> Any:
+        if self.backups is None or type(obj).__name__ != "Table":
+            return self._real.deepcopy(obj)
+        backup = self.backups.get(id(obj))
+        if backup is None:
+            backup = self.backups[id(obj)] = self._real.deepcopy(obj)
+        return backup
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _back_up_each_table_once() -> None:
+    """Install `_TableBackups` in moto's DynamoDB backend (idempotent)."""
+    from moto.dynamodb import models
+
+    real = getattr(models, "copy")  # noqa: B009 (moto does not export it)
+    if isinstance(real, _TableBackups):
+        return
+    backups = _TableBackups(real)
+    transact = models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: Any) -> None:
+        backups.backups = {}
+        try:
+            transact(self, transact_items)
+        finally:
+            backups.backups = None
+
+    setattr(models, "copy", backups)  # noqa: B010
+    setattr(models.DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
+
+
 def _quiet_handler() -> type:
     """moto's request handler, without a log line per request."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
@@ -88,6 +132,7 @@ class SerializedMotoServer(Server):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
 
+        _back_up_each_table_once()
         app = _OneAtATime(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
             self.host, self.port, app, threaded=True, request_handler=_quiet_handler()
