@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 log = logging.getLogger("aioseq")
+# An object with no turn to wait for (grouped, or no max_in_flight) enters this instead.
+_NO_TURNS: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 
 
 #: Cancellation reason codes worth another attempt of the same transaction.
@@ -274,23 +277,14 @@ class Strategy:
         run = self.store.retry.run
         self._running += 1
         try:
-            turns = None if self._group is not None else self._turns
-            pause = self._item.turn.pause_secs
-            if turns is None:
-                return await run(
-                    attempt,
-                    classify=classify,
-                    retries=self._retries,
-                    counter_key=self.key,
-                    pause_secs=pause,
-                )
+            turns = self._turns if self._group is None and self._turns is not None else _NO_TURNS
             async with turns:
                 return await run(
                     attempt,
                     classify=classify,
                     retries=self._retries,
                     counter_key=self.key,
-                    pause_secs=pause,
+                    pause_secs=self._item.turn.pause_secs,
                 )
         finally:
             self._running -= 1
