@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState, RetryError, wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, RetryError
 
 from aioseq.config import RetryPolicy
 from aioseq.errors import (
@@ -50,9 +50,10 @@ class Verdict(enum.Enum):
     #: waiting (the sort-key strategy's ``+1`` after a taken key; a lost race whose failed
     #: condition returned the counter item).
     RETRY_NOW = "retry now"
-    #: Try again after a short pause that does not grow with the attempts: another writer
-    #: holds the counter's turn (see `aioseq.strategies._turn`) and is about to commit.
-    #: The pause is the caller's (``RetryEngine.run(pause_secs=)``), jittered by +-50%.
+    #: Try again after a pause the caller computes: writers ahead of this one in the
+    #: counter's queue (see `aioseq.strategies._turn`) are about to write. The pause is the
+    #: caller's (``RetryEngine.run(pause_secs=)``), jittered by +-10% only: the queue
+    #: already spreads the writers, and a pause drawn long leaves the counter idle.
     YIELD = "yield"
     #: The error ends the call.
     FAIL = "fail"
@@ -100,14 +101,21 @@ class RetryEngine:
         observer: if given, each retry is reported to its ``on_retry``.
     """
 
-    __slots__ = ("_jitter", "observer", "policy")
+    __slots__ = ("observer", "policy")
 
     def __init__(self, policy: RetryPolicy, observer: Observer | None = None) -> None:
         self.policy = policy
         self.observer = observer
-        self._jitter = wait_random_exponential(
-            multiplier=policy.initial_backoff_secs, max=policy.max_backoff_secs
-        )
+
+    def backoff_secs(self, n: int) -> float:
+        """The wait before the retry that follows the ``n``-th failure that asked for a
+        backoff (from 1), "full jitter": uniform in ``[0, min(max_backoff_secs,
+        initial_backoff_secs * 2**(n - 1))]`` (tenacity's ``wait_random_exponential``, with the
+        exponent counting those failures only: a lost race retried at once, or a pause in a
+        counter's queue, does not lengthen the next backoff)."""
+        policy = self.policy
+        cap = policy.initial_backoff_secs * 2 ** min(n - 1, 64)
+        return random.uniform(0, min(policy.max_backoff_secs, cap))
 
     async def run(
         self,
@@ -159,6 +167,7 @@ class _Run(Generic[T]):
     __slots__ = (
         "ambiguous",
         "attempt",
+        "backoffs",
         "classify",
         "counter_key",
         "engine",
@@ -187,6 +196,7 @@ class _Run(Generic[T]):
         self.counter_key = counter_key
         self.started = started
         self.pause_secs = pause_secs
+        self.backoffs = 0  # failures so far that asked for a backoff
         # An attempt failed in a way that may hide its success.
         self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
 
@@ -252,8 +262,9 @@ class _Run(Generic[T]):
         if verdict is Verdict.YIELD:
             policy = self.engine.policy
             pause = self.pause_secs() if self.pause_secs else policy.initial_backoff_secs
-            return pause * random.uniform(0.5, 1.5)
-        return float(self.engine._jitter(state))
+            return pause * random.uniform(0.9, 1.1)
+        self.backoffs += 1
+        return self.engine.backoff_secs(self.backoffs)
 
     def _before_sleep(self, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None

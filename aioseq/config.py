@@ -122,8 +122,10 @@ class RetryPolicy:
     ``max_delay_secs`` seconds since the first attempt. Waits between attempts are drawn
     uniformly from ``[0, min(max_backoff_secs, initial_backoff_secs * 2**n)]`` ("full jitter",
     AWS Architecture Blog, "Exponential Backoff And Jitter"; tenacity's
-    ``wait_random_exponential``). botocore's own retries are switched off on clients aioseq
-    opens, so this policy is the only one that runs.
+    ``wait_random_exponential``), where ``n`` counts the failures that ask for a backoff
+    (throttling, 5xx, lost connections), not lost races retried at once or a writer's pauses
+    in a counter's queue. botocore's own retries are switched off on clients aioseq opens, so
+    this policy is the only one that runs.
 
     Attributes:
         max_attempts: attempts in all, including the first (>= 1).

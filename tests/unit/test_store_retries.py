@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from aioseq import ConnectionFailed, DynamoStore, RetriesExhausted, RetryPolicy
+from aioseq._retry import RetryEngine, Verdict
 
 #: Nothing listens on port 1: every request fails to connect, at once.
 REFUSING_ENDPOINT = "http://127.0.0.1:1"
@@ -57,3 +58,29 @@ async def test_cancellation_during_a_retry_wait_propagates() -> None:
             await task
         assert task.cancelled()
         assert store.requests["UpdateItem"] == 1
+
+
+async def test_only_failures_that_ask_for_a_backoff_lengthen_it() -> None:
+    """Lost races retried at once and pauses in a counter's queue do not grow the backoff of
+    a transient error that follows them in the same call (a long backoff there lets the
+    counter's ring of recent writes be overwritten before a resend can be judged)."""
+    sleep = FakeSleep()
+    policy = RetryPolicy(max_attempts=20, initial_backoff_secs=0.001, sleep=sleep)
+    engine = RetryEngine(policy)
+    verdicts = [Verdict.RETRY_NOW] * 8 + [Verdict.YIELD] * 4 + [Verdict.RETRY, Verdict.RETRY]
+    failures = iter(range(len(verdicts)))
+
+    async def attempt() -> int:
+        n = next(failures, None)
+        if n is None:
+            return 1
+        raise ValueError(n)
+
+    def classify(exc: Exception) -> Verdict:
+        return verdicts[int(str(exc))]
+
+    assert await engine.run(attempt, classify=classify, pause_secs=lambda: 0.0005) == 1
+    assert sleep.waits[:8] == [0.0] * 8
+    assert all(0.00045 <= w <= 0.00055 for w in sleep.waits[8:12])
+    first, second = sleep.waits[12:]
+    assert 0 <= first <= 0.001 and 0 <= second <= 0.002  # 2**0 and 2**1, not 2**12
