@@ -52,9 +52,9 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #:   handed out under, recorded by the first write (``"stride=3 offset=2"``).
 #: - ``aioseq_updated_at`` (S) on a counter item: when an operator's write (``set_counter``,
 #:   ``ensure_at_least``) last moved it, ISO-8601 UTC (``"2025-01-31T12:00:00.000000+00:00"``).
-#: - ``aioseq_turn`` (S) on a counter item, only while a writer that lost a race waits to
-#:   commit next: that writer's turn token; the other conditional writers hold back until it
-#:   committed (see `aioseq.strategies._turn`).
+#: - ``aioseq_turn`` (L of S) on a counter item, only once writers in several processes met on
+#:   it: the queue of writers waiting to write, entries ``"<token>:<size>"`` (see
+#:   `aioseq.strategies._turn`).
 TOKEN_ATTRIBUTE = "aioseq_token"
 WRITES_ATTRIBUTE = "aioseq_writes"
 TOKENS_ATTRIBUTE = "aioseq_tokens"

@@ -73,23 +73,25 @@ class CounterItem:
             self.saw(await self.read())
         return CounterState.of(self._seen, key=self.key, table=self.store.table)
 
-    async def ready(self) -> CounterState:
-        """The counter item to build the next conditional write from: as last seen (read
-        when unknown, or after a yield), with the turn taken first when this writer lost a
-        race (see `aioseq.strategies._turn`).
+    async def ready(self, size: int) -> CounterState:
+        """The counter item to build the next conditional write of ``size`` numbers from: as
+        last seen (read when unknown), or as this writer's place in the counter's queue
+        predicts it (see `aioseq.strategies._turn`; the queue is joined first when this
+        writer lost a race). The write may take at most `limit()` numbers.
 
         Raises:
             CounterValueInvalid: the counter item's value is not a whole number.
-            TurnHeld: another writer holds the turn: yield, then call again.
+            TurnHeld: writers ahead of this one have not written yet: wait, then call again.
         """
-        if self.turn.must_reread():
-            self._known = False
-        state = await self.last_seen()
-        taken = await self.turn.check(state)
-        if taken is None:
-            return state
-        self.saw(taken)
-        return CounterState.of(taken, key=self.key, table=self.store.table)
+        return await self.turn.ready(await self.last_seen(), size, self._saw_state)
+
+    def limit(self) -> int | None:
+        """The most numbers the next write may take (the size it queued with), or ``None``."""
+        return self.turn.limit()
+
+    def _saw_state(self, item: dict[str, Any]) -> CounterState:
+        self.saw(item)
+        return CounterState.of(item, key=self.key, table=self.store.table)
 
     def lost_race(self) -> Verdict:
         """The retry engine's verdict on a write that lost the race on the counter item (its

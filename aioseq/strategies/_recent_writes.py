@@ -76,8 +76,9 @@ class CounterState:
             it has none of that length.
         numbering: its recorded numbering's text (``aioseq_numbering``, see
             [`aioseq.numbering`][aioseq.numbering]), or ``None`` when it has none.
-        turn: the turn token of the writer waiting to commit next (``aioseq_turn``, see
-            `aioseq.strategies._turn`), or ``None`` when nobody holds the turn.
+        turns: the queue of writers waiting to write (``aioseq_turn``, entries
+            ``"<token>:<size>"``, the next writer first; see `aioseq.strategies._turn`),
+            empty when nobody waits.
     """
 
     value: int = 0
@@ -85,7 +86,7 @@ class CounterState:
     writes: int | None = None
     tokens: tuple[str, ...] | None = None
     numbering: str | None = None
-    turn: str | None = None
+    turns: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -108,8 +109,11 @@ class CounterState:
         tokens = None
         if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
             tokens = tuple(str(t["S"]) for t in ring)
-        turn = item.get(TURN_ATTRIBUTE, {}).get("S")
-        return cls(value, True, writes, tokens, numbering, turn if isinstance(turn, str) else None)
+        queue = item.get(TURN_ATTRIBUTE, {}).get("L")
+        turns: tuple[str, ...] = ()
+        if isinstance(queue, list):
+            turns = tuple(str(e["S"]) for e in queue if isinstance(e, dict) and "S" in e)
+        return cls(value, True, writes, tokens, numbering, turns)
 
 
 @dataclass(frozen=True)
@@ -145,12 +149,14 @@ class CounterWrite:
         tokens[self.slot] = self.token
         return {"L": [{"S": t} for t in tokens]}
 
-    def condition(self, table: TableSpec) -> dict[str, Any]:
+    def condition(self, table: TableSpec, *, whole_queue: bool = False) -> dict[str, Any]:
         """``ConditionExpression`` with its names and values: the counter item is exactly as
         ``before`` (``attribute_not_exists(#pk)`` when it did not exist), its recorded
         numbering included (when this write records one), so that a numbering changed since
-        ``before`` was seen fails it too, and its turn (``attribute_not_exists(#turn)``, or
-        the turn token ``before`` held, which the write then removes)."""
+        ``before`` was seen fails it too, and its queue of writers (see
+        `aioseq.strategies._turn`): empty (``attribute_not_exists(#turn[0])``), or headed by
+        the entry ``before`` has first, which the write then removes; ``whole_queue``: the
+        queue exactly as ``before`` (a ``PutItem`` replaces it whole)."""
         before = self.before
         if not before.exists:
             return {
@@ -173,11 +179,14 @@ class CounterWrite:
                 condition += " AND #numbering = :numbering_before"
                 values[":numbering_before"] = {"S": before.numbering}
         names["#turn"] = TURN_ATTRIBUTE
-        if before.turn is None:
-            condition += " AND attribute_not_exists(#turn)"
+        if not before.turns:
+            condition += " AND attribute_not_exists(#turn[0])"
+        elif whole_queue:
+            condition += " AND #turn = :turns"
+            values[":turns"] = {"L": [{"S": e} for e in before.turns]}
         else:
-            condition += " AND #turn = :turn"
-            values[":turn"] = {"S": before.turn}
+            condition += " AND #turn[0] = :turn"
+            values[":turn"] = {"S": before.turns[0]}
         return {
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -206,14 +215,15 @@ class CounterWrite:
             values[":numbering"] = {"S": self.numbering}
             ring += ", #numbering = :numbering"
         update = f"SET #value = :next, #writes = :writes_after, {ring}"
-        if self.before.turn is not None:
-            update += " REMOVE #turn"  # the turn this write waited for is used
+        if self.before.turns:
+            update += " REMOVE #turn[0]"  # the entry this write waited with is used
         request["UpdateExpression"] = update
         return request
 
     def after(self, table: TableSpec) -> Item:
-        """The counter item's value, writes, ring and numbering after this write (a whole
-        counter item for the ``PutItem`` form, with the key added); no turn."""
+        """The counter item's value, writes, ring, numbering and queue (the entries after the
+        one it used, as far as ``before`` knew them) after this write (a whole counter item for
+        the ``PutItem`` form, with the key added)."""
         item: Item = {
             table.value_attribute: number(self.new),
             WRITES_ATTRIBUTE: number((self.before.writes or 0) + 1),
@@ -222,6 +232,8 @@ class CounterWrite:
         numbering = self.numbering if self.numbering is not None else self.before.numbering
         if numbering is not None:
             item[NUMBERING_ATTRIBUTE] = {"S": numbering}
+        if self.before.turns[1:]:
+            item[TURN_ATTRIBUTE] = {"L": [{"S": e} for e in self.before.turns[1:]]}
         return item
 
     def applied_in(

@@ -1,4 +1,4 @@
-"""Fair group commit across processes: the counter item's turn.
+"""Fair group commit across processes: the counter item's queue of turns.
 
 Writers in several processes that move one counter item with conditional writes (the
 optimistic and transactional strategies, grouped or not) race on it: one write per value wins.
@@ -9,107 +9,169 @@ and fails again. With backoff growing on every lost race, one process commits al
 group while the others wait seconds (measured: 2,976 puts against 32 each for the three others
 in 3 s; docs/group-commit.md).
 
-So a lost race is not treated as throttling:
+So writers that meet on a counter queue on it, in the counter item itself, as a ticket lock
+does (Mellor-Crummey and Scott, "Algorithms for scalable synchronization on shared-memory
+multiprocessors", 1991), with each ticket saying how many numbers it will take, so that a writer
+knows the value it will write from without reading it:
 
-- a loser whose failed condition returned the counter item (it knows the value) retries at
-  once (`Verdict.RETRY_NOW`), with its group grown meanwhile; only a
-  failure that returned nothing backs off as before;
-- before that retry it takes the counter's **turn**: one ``UpdateItem`` that sets
-  ``aioseq_turn`` to a fresh token if nobody holds it (``attribute_exists(#pk) AND
-  attribute_not_exists(#turn)``, ``ReturnValues=ALL_NEW``, so its next write starts from the
-  item as it is now);
-- every conditional write on the counter item requires the turn it saw (``attribute_not_exists
-  (#turn)``, or the token it holds) and removes it (``REMOVE #turn``): while a loser holds the
-  turn, the winner's next write fails, and the winner, seeing someone else's turn, **yields**:
-  it waits about one of its own round trips (`Verdict.YIELD`, a pause
-  that does not grow), reads the counter item again (one ``GetItem``, cheaper than a write
-  sent to fail) and writes once the turn is gone;
-- a turn held longer than `TURN_TIMEOUT_SECS` (or 20 round trips, whichever is longer)
-  by the same token, as this writer measured it on its own clock, is stale (its holder
-  crashed, was cancelled or closed): the next write takes it over (it requires that token and
-  removes it), so a lost holder delays the others, never stops them.
+- ``aioseq_turn`` is a list of entries ``"<token>:<size>"``: a writer's fresh token and the
+  count of numbers its next write takes;
+- a writer that lost a race (its failed condition returned the counter item), or that wrote
+  from the queue last time, **enqueues**: one ``UpdateItem``, ``SET #turn =
+  list_append(if_not_exists(#turn, :empty), :entry) IF attribute_exists(#pk)``,
+  ``ReturnValues=ALL_NEW`` (1 WCU), which tells it the value and the entries ahead of it;
+- the writer at the head writes at once; one at position p waits about p of its own round
+  trips (`Verdict.YIELD`, a pause that does not grow) and then writes **from the predicted
+  value**: the value it saw plus the sizes of the p entries ahead, and ``aioseq_writes`` plus
+  p, with no read. Its write requires ``#turn[0] = :its_entry`` and removes it (``REMOVE
+  #turn[0]``); it takes exactly the size it enqueued with (puts that arrived since wait for
+  its next turn, as callers that arrive during a commit wait for the next one);
+- a write sent too early (those ahead not done yet) or from a wrong prediction (a writer ahead
+  took fewer numbers) fails its condition and returns the item (``ALL_OLD``): the writer
+  predicts again from it, at once if it is now at the head, else after another pause;
+- a writer outside the queue writes only when the queue is empty (``attribute_not_exists
+  (#turn[0])``), so a lone writer pays nothing but that condition's few bytes;
+- an entry at the head for longer than `TURN_TIMEOUT_SECS` (or 20 round trips, whichever is
+  longer), as this writer measured it on its own clock, is stale (its writer crashed, was
+  cancelled or closed): this writer removes it (one ``UpdateItem``, ``REMOVE #turn[0] IF
+  #turn[0] = :stale``) and goes on; a lost writer delays the others, never stops them. A
+  writer whose own entry was removed enqueues again.
 
-A lone writer never loses a race, so it never takes a turn: one process pays nothing but the
-condition's few bytes. The turn decides only who writes next; numbers still come from the
-conditional write, so uniqueness, gaplessness and exactly once do not depend on it.
+The queue decides only who writes next; numbers still come from the conditional write on the
+value and ``aioseq_writes``, so uniqueness, gaplessness and exactly once do not depend on it.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from aioseq._protocols import Store
 from aioseq._retry import Verdict
 from aioseq._values import TURN_ATTRIBUTE, Item
+from aioseq.config import RECENT_WRITES
 from aioseq.errors import AioseqError, ConditionFailed
 from aioseq.strategies._recent_writes import CounterState, new_token
 
-__all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld"]
+__all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_size"]
 
-#: The least time a turn may be held before another writer takes it over, in seconds.
+#: The least time an entry may stay at the head before another writer removes it, in seconds.
 TURN_TIMEOUT_SECS = 0.5
 
-#: Round trips a turn may be held before another writer takes it over.
+#: Round trips an entry may stay at the head before another writer removes it.
 TURN_TIMEOUT_ROUND_TRIPS = 20
-
-#: A yield's pause, in this writer's round trips.
-YIELD_ROUND_TRIPS = 0.5
 
 #: The first guess of a write's round trip, before one was measured (seconds).
 FIRST_ROUND_TRIP_SECS = 0.01
 
 
-class TurnHeld(AioseqError):
-    """Another writer holds the counter's turn: this writer yields (not raised to callers
-    unless the retry policy runs out while yielding, as ``RetriesExhausted.last_error``)."""
+def entry(token: str, size: int) -> str:
+    """A queue entry: a writer's token and the count of numbers its write takes."""
+    return f"{token}:{size}"
 
-    def __init__(self, key: str, turn: str) -> None:
-        super().__init__(f"counter {key!r}: another writer holds the turn ({turn})")
-        self.turn = turn
+
+def entry_size(queued: str) -> int:
+    """The count of numbers a queue entry's write takes (0 for an entry aioseq did not
+    write)."""
+    _, _, size = queued.rpartition(":")
+    return int(size) if size.isdigit() else 0
+
+
+def predicted(state: CounterState, ahead: Sequence[str]) -> CounterState:
+    """The counter item as it will be once the writes of the entries ``ahead`` are applied:
+    the value moved by their sizes, ``aioseq_writes`` by their count, the ring of recent
+    writes there (its slots' contents are not needed to write), the queue without them."""
+    return replace(
+        state,
+        value=state.value + sum(entry_size(e) for e in ahead),
+        writes=(state.writes or 0) + len(ahead),
+        tokens=state.tokens or ("",) * RECENT_WRITES,
+        turns=state.turns[len(ahead) :],
+    )
+
+
+class TurnHeld(AioseqError):
+    """Writers ahead of this one in the counter's queue have not written yet: this writer
+    waits (not raised to callers unless the retry policy runs out while waiting, as
+    ``RetriesExhausted.last_error``)."""
+
+    def __init__(self, key: str, position: int) -> None:
+        super().__init__(f"counter {key!r}: {position} writers ahead in the counter's queue")
+        self.position = position
 
 
 class Turn:
-    """One writer's side of the turn on counter ``key``'s counter item.
+    """One writer's side of the queue on counter ``key``'s counter item.
 
     Parameters:
         store: where the counter item lives.
         key: the counter key.
     """
 
-    __slots__ = ("_held_since", "_mine", "_reread", "_round_trip", "_want", "key", "store")
+    __slots__ = (
+        "_contended",
+        "_head_since",
+        "_mine",
+        "_paused",
+        "_position",
+        "_round_trip",
+        "_waits",
+        "key",
+        "store",
+    )
 
     def __init__(self, store: Store, key: str) -> None:
         self.store = store
         self.key = key
-        self._mine: str | None = None  # the token of the turn this writer holds
-        self._want = False  # lost a race with no turn held: take it before the next write
-        self._reread = False  # yielded: read the counter item before the next write
-        self._held_since: tuple[str, float] | None = None  # another's turn, first seen when
+        self._mine: str | None = None  # this writer's entry in the queue, while it has one
+        self._contended = False  # lost a race, or wrote behind others: enqueue to write next
+        self._paused = False  # waited since last told its position: write from the prediction
+        self._position = 0  # entries ahead of this writer's, as last seen
+        self._head_since: tuple[str, float] | None = None  # another's entry at the head, since
         self._round_trip = FIRST_ROUND_TRIP_SECS  # moving average of this writer's writes
+        self._waits = 0  # pauses while one entry stayed at the head
+
+    @property
+    def entry(self) -> str | None:
+        """This writer's entry in the queue, or ``None``."""
+        return self._mine
+
+    def limit(self) -> int | None:
+        """The most numbers this writer's next write may take: the size it enqueued with
+        (those behind it predicted from it), or ``None`` outside the queue."""
+        return entry_size(self._mine) if self._mine is not None else None
 
     def pause_secs(self) -> float:
-        """How long a yield waits: half of this writer's round trip (the holder took the turn
-        before this writer's write failed on it, so its own write is already on its way)."""
-        return self._round_trip * YIELD_ROUND_TRIPS
+        """How long a writer waits for the entries ahead of its own: one of its round trips
+        per entry but the head's, which is already writing (at least a quarter of a round
+        trip: a write sent a little early fails and costs a request, one sent late leaves the
+        counter idle); doubled for every pause past the fourth during which one entry stayed
+        at the head (its writer may be gone: a dozen writes, not a hundred, until it is found
+        stale)."""
+        rounds: float = max(self._position - 1, 0.25) * 2 ** min(max(self._waits - 4, 0), 6)
+        return rounds * self._round_trip
 
     def sent(self, secs: float) -> None:
         """A write took ``secs`` seconds (its answer came back)."""
         self._round_trip += (secs - self._round_trip) / 8
 
     def committed(self, before: CounterState) -> None:
-        """A write from ``before`` was applied: the turn it required is used."""
-        if before.turn is not None and before.turn == self._mine:
-            self._mine = None
-        self._held_since = None
+        """A write from ``before`` was applied: the entry it required is used."""
+        if self._mine is not None and before.turns[:1] == (self._mine,):
+            self._mine = None  # (still contended if it queued behind others)
+        self._head_since = None
 
-    def _stale(self, turn: str) -> bool:
-        """Whether another writer's ``turn`` has been seen for longer than it should take."""
+    def _stale(self, head: str) -> bool:
+        """Whether another writer's entry ``head`` has been at the head for longer than a
+        write should take."""
         now = time.monotonic()
-        if self._held_since is None or self._held_since[0] != turn:
-            self._held_since = (turn, now)
+        if self._head_since is None or self._head_since[0] != head:
+            self._head_since = (head, now)
+            self._waits = 0
             return False
         limit = max(TURN_TIMEOUT_SECS, TURN_TIMEOUT_ROUND_TRIPS * self._round_trip)
-        return now - self._held_since[1] > limit
+        return now - self._head_since[1] > limit
 
     def lost_race(self, state: CounterState | None) -> Verdict:
         """The verdict on a write that lost the race on the counter, given the counter item
@@ -117,59 +179,97 @@ class Turn:
         Called once or twice per failure by the retry engine: it is idempotent."""
         if state is None:
             return Verdict.RETRY
-        turn = state.turn
-        if turn is None:
-            self._want = True
+        turns = state.turns
+        if self._mine is not None and self._mine in turns:
+            position = turns.index(self._mine)
+            if len(turns) > position + 1:
+                self._contended = True  # others wait behind it: enqueue after this write
+            if position > 0:
+                self._position, self._paused = position, True
+                return Verdict.YIELD
             return Verdict.RETRY_NOW
-        if turn == self._mine or self._stale(turn):
-            return Verdict.RETRY_NOW
-        self._reread = True
-        return Verdict.YIELD
+        self._contended = True  # enqueue before the next write
+        return Verdict.RETRY_NOW
 
-    def must_reread(self) -> bool:
-        """After a yield, the counter item as last seen is stale: read it again (once)."""
-        reread, self._reread = self._reread, False
-        return reread
-
-    async def check(self, state: CounterState) -> Item | None:
-        """Before a write from ``state`` (the counter item as last seen): if this writer lost
-        a race and nobody holds the turn, take it (one ``UpdateItem``, 1 WCU) and return the
-        counter item as it is now, to write from; else ``None`` (write from ``state``; a stale
-        turn is taken over by the write itself).
+    async def ready(
+        self, state: CounterState, size: int, saw: Callable[[Item], CounterState]
+    ) -> CounterState:
+        """The counter item to write ``size`` numbers from, given ``state`` (the item as last
+        seen): ``state`` itself for a lone writer or the head of the queue, the predicted
+        item for a writer further back that has waited its turn. Enqueues this writer first
+        when it must (one ``UpdateItem``) and removes a stale head (one ``UpdateItem``);
+        ``saw`` is given the counter item either returned and gives back its state.
 
         Raises:
-            TurnHeld: another writer holds the turn and it is not stale (the engine yields).
+            TurnHeld: writers ahead of this one have not written yet (the engine waits).
         """
-        turn = state.turn
-        if turn is not None and turn != self._mine:
-            if not self._stale(turn):
-                self._reread = True
-                raise TurnHeld(self.key, turn)
-            return None
-        if self._want and state.exists and turn is None:
-            self._want = False
-            return await self._take()
-        return None
+        for _ in range(4):  # a stale head removed, this writer enqueued: at most 3 rounds
+            turns = state.turns
+            if not state.exists:  # a new counter: its first write creates it, no queue
+                self._mine = None
+                return state
+            if self._mine is not None and self._mine not in turns:
+                self._mine = None  # removed as stale by another writer: enqueue again
+                self._contended = True
+            if self._mine is None and not turns and not self._contended:
+                return state  # a lone writer
+            if turns and turns[0] != self._mine and self._stale(turns[0]):
+                state = saw(await self._remove_head(turns[0]))
+                continue
+            if self._mine is None:
+                state = saw(await self._enqueue(size))
+                continue
+            position = turns.index(self._mine)
+            if position == 0:
+                return state
+            if self._paused:
+                self._paused = False
+                self._waits += 1  # (back to 0 when the head changes)
+                return predicted(state, turns[:position])
+            self._position, self._paused = position, True
+            raise TurnHeld(self.key, position)
+        raise TurnHeld(self.key, len(state.turns))
 
-    async def _take(self) -> Item:
-        token = new_token()
+    async def _enqueue(self, size: int) -> Item:
+        token = entry(new_token(), size)
         table = self.store.table
         try:
             response = await self.store.call(
                 "update_item",
                 TableName=table.name,
                 Key=self.store.counter_item_key(self.key),
-                UpdateExpression="SET #turn = :turn",
-                ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#turn)",
+                UpdateExpression="SET #turn = list_append(if_not_exists(#turn, :empty), :entry)",
+                ConditionExpression="attribute_exists(#pk)",
                 ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE, "#pk": table.partition_key},
-                ExpressionAttributeValues={":turn": {"S": token}},
+                ExpressionAttributeValues={":empty": {"L": []}, ":entry": {"L": [{"S": token}]}},
+                ReturnValues="ALL_NEW",
+            )
+        except ConditionFailed:  # the counter item is gone: the next write creates it
+            self._contended = False
+            return {}
+        self._mine = token
+        attributes: Item = response.get("Attributes") or {}
+        turns = attributes.get(TURN_ATTRIBUTE, {}).get("L") or []
+        # Alone at the head: the next write after this one tries without the queue.
+        self._contended = len(turns) > 1
+        return attributes
+
+    async def _remove_head(self, head: str) -> Item:
+        table = self.store.table
+        try:
+            response = await self.store.call(
+                "update_item",
+                TableName=table.name,
+                Key=self.store.counter_item_key(self.key),
+                UpdateExpression="REMOVE #turn[0]",
+                ConditionExpression="#turn[0] = :head",
+                ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
+                ExpressionAttributeValues={":head": {"S": head}},
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ConditionFailed as exc:  # another writer took it first, or the item is gone
-            self._reread = True
-            turn = (exc.item or {}).get(TURN_ATTRIBUTE, {}).get("S", "none")
-            raise TurnHeld(self.key, str(turn)) from exc
-        self._mine = token
+        except ConditionFailed as exc:  # its writer wrote meanwhile, or another removed it
+            return exc.item or {}
+        self._head_since = None
         attributes: Item = response.get("Attributes") or {}
         return attributes

@@ -146,7 +146,8 @@ class OptimisticCounter(Strategy):
                 group = [take for take in takes if take.waiting]
                 if not group:
                     return
-                before = await self._item.ready()
+                before = await self._item.ready(sum(take.request for take in group))
+                group = _within(group, self._item.limit())
                 pending = self._item.new_write(before, sum(take.request for take in group))
                 maybe_applied = False
             write = pending
@@ -203,7 +204,22 @@ class OptimisticCounter(Strategy):
         if self.write == "update":
             await self.store.call("update_item", Key=key, **write.update(table), **common)
             return
-        condition = write.condition(table)
+        condition = write.condition(table, whole_queue=True)
         if not condition["ExpressionAttributeValues"]:  # a put has no update expression
             del condition["ExpressionAttributeValues"]
         await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)
+
+
+def _within(group: list[Waiter[int, range]], limit: int | None) -> list[Waiter[int, range]]:
+    """The first callers of ``group`` whose numbers fit in ``limit`` (the size this writer
+    queued with; at least one caller); the others wait for the next write."""
+    if limit is None:
+        return group
+    taken: list[Waiter[int, range]] = []
+    total = 0
+    for take in group:
+        if taken and total + take.request > limit:
+            break
+        taken.append(take)
+        total += take.request
+    return taken

@@ -280,9 +280,13 @@ class TransactionalCounter(Strategy):
         limits, never two with one key), numbered from the counter's value as last seen, and
         the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
-        if not any(put.waiting for put in puts):
-            return None  # (before any request: a turn taken for nobody would hold the others)
-        before = await self._item.ready()
+        waiting = sum(put.waiting for put in puts)
+        if not waiting:
+            return None  # (before any request: an entry queued for nobody holds the others)
+        before = await self._item.ready(min(waiting, limit or MAX_GROUP_SIZE))
+        queued = self._item.limit()  # the size it queued with: those behind predicted it
+        if queued is not None:
+            limit = queued if limit is None else min(limit, queued)
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from checks import assert_exactly
 
-from aioseq import DynamoStore, OptimisticCounter, TransactionalCounter
+from aioseq import DynamoStore, Observer, OptimisticCounter, TransactionalCounter
 from aioseq._workload import stored_numbers
-from aioseq.config import TURN_ATTRIBUTE
+from aioseq.config import TURN_ATTRIBUTE, WRITES_ATTRIBUTE
+from aioseq.observe import RequestEvent
 
 TOTAL = 160  # calls looked at: the first TOTAL to complete
 TASKS = 8  # concurrent callers per writer
@@ -56,19 +57,19 @@ async def test_two_writers_on_one_counter_both_commit(
         assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, len(numbers))
 
 
-async def test_a_turn_whose_holder_vanished_is_taken_over(aioseq_store: DynamoStore) -> None:
+async def test_a_queue_entry_whose_writer_vanished_is_removed(aioseq_store: DynamoStore) -> None:
     invoices = TransactionalCounter(aioseq_store, "c")
     assert await invoices.put(invoice) == 1
     key = aioseq_store.counter_item_key("c")
-    await aioseq_store.call(  # a writer took the turn, then crashed
+    await aioseq_store.call(  # a writer queued, then crashed
         "update_item",
         TableName=aioseq_store.table.name,
         Key=key,
         UpdateExpression="SET #turn = :turn",
         ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-        ExpressionAttributeValues={":turn": {"S": "crashed-writer"}},
+        ExpressionAttributeValues={":turn": {"L": [{"S": "crashed-writer:1"}]}},
     )
-    other = TransactionalCounter(aioseq_store, "c")  # reads the counter item, sees the turn
+    other = TransactionalCounter(aioseq_store, "c")  # reads the counter item, sees the queue
     assert await other.put(invoice) == 2
     assert other.statistics().retries["TurnHeld"] >= 1  # it yielded first
     item = (
@@ -76,5 +77,70 @@ async def test_a_turn_whose_holder_vanished_is_taken_over(aioseq_store: DynamoSt
             "get_item", TableName=aioseq_store.table.name, Key=key, ConsistentRead=True
         )
     )["Item"]
-    assert TURN_ATTRIBUTE not in item  # the write that took it over removed it
+    assert item[TURN_ATTRIBUTE] == {"L": []}  # the stale entry removed, and its own used
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 2)
+
+
+class WritesAhead(Observer):
+    """Once the observed writer's first ``UpdateItem`` (its enqueue) is answered, another
+    writer, queued ahead of it with 2 numbers, commits them."""
+
+    def __init__(self, store: DynamoStore, entry: str) -> None:
+        self.store, self.entry = store, entry
+        self.requests: Counter[str] = Counter()
+        self.ahead: asyncio.Task[Any] | None = None
+
+    def on_request(self, event: RequestEvent) -> None:
+        self.requests[event.operation] += 1
+        if event.operation == "UpdateItem" and self.ahead is None:
+            self.ahead = asyncio.get_running_loop().create_task(self.commit())
+
+    async def commit(self) -> None:
+        await self.store.call(  # its numbers 2 and 3, and its entry removed
+            "update_item",
+            TableName=self.store.table.name,
+            Key=self.store.counter_item_key("c"),
+            UpdateExpression="SET #value = #value + :two, #writes = #writes + :one REMOVE #turn[0]",
+            ConditionExpression="#turn[0] = :entry",
+            ExpressionAttributeNames={
+                "#value": self.store.table.value_attribute,
+                "#writes": WRITES_ATTRIBUTE,
+                "#turn": TURN_ATTRIBUTE,
+            },
+            ExpressionAttributeValues={
+                ":two": {"N": "2"},
+                ":one": {"N": "1"},
+                ":entry": {"S": self.entry},
+            },
+        )
+
+
+async def test_a_writer_behind_another_writes_from_the_predicted_value(
+    aioseq_store: DynamoStore,
+) -> None:
+    assert await TransactionalCounter(aioseq_store, "c").put(invoice) == 1
+    await aioseq_store.call(  # another process queued to take 2 numbers next
+        "update_item",
+        TableName=aioseq_store.table.name,
+        Key=aioseq_store.counter_item_key("c"),
+        UpdateExpression="SET #turn = :queue",
+        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
+        ExpressionAttributeValues={":queue": {"L": [{"S": "other:2"}]}},
+    )
+    observer = WritesAhead(aioseq_store, "other:2")
+    behind = TransactionalCounter(
+        DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c"
+    )
+    assert await behind.put(invoice) == 4  # after the 2 numbers of the writer ahead
+    assert observer.ahead is not None and observer.ahead.done()
+    assert observer.requests["GetItem"] == 1  # its first read only: then it predicted
+    assert behind.statistics().retries["TurnHeld"] == 1  # it waited its turn once
+    item = (
+        await aioseq_store.call(
+            "get_item",
+            TableName=aioseq_store.table.name,
+            Key=aioseq_store.counter_item_key("c"),
+            ConsistentRead=True,
+        )
+    )["Item"]
+    assert item[TURN_ATTRIBUTE] == {"L": []}

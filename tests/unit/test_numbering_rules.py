@@ -93,12 +93,12 @@ def test_the_guard_uses_exactly_its_names_and_values() -> None:
         (
             CounterState(5, True, 2, None, "stride=1 offset=1"),
             "#value = :current AND #writes = :writes AND #numbering = :numbering_before"
-            " AND attribute_not_exists(#turn)",
+            " AND attribute_not_exists(#turn[0])",
         ),
         (
             CounterState(5, True, None, None, None),
             "#value = :current AND attribute_not_exists(#writes)"
-            " AND attribute_not_exists(#numbering) AND attribute_not_exists(#turn)",
+            " AND attribute_not_exists(#numbering) AND attribute_not_exists(#turn[0])",
         ),
     ],
 )

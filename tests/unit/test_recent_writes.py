@@ -15,6 +15,7 @@ from aioseq.config import (
 )
 from aioseq.errors import ConfigurationError, CounterValueInvalid
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+from aioseq.strategies._turn import entry_size, predicted
 
 TABLE = TableSpec()
 
@@ -62,22 +63,39 @@ def test_a_known_ring_is_written_one_slot_at_a_time() -> None:
     request = CounterWrite(state, 6, "t5").update(TABLE)
     assert request["UpdateExpression"].endswith("#tokens[5] = :token")
     assert request["ConditionExpression"] == (
-        "#value = :current AND #writes = :writes AND attribute_not_exists(#turn)"
+        "#value = :current AND #writes = :writes AND attribute_not_exists(#turn[0])"
     )
     assert request["ExpressionAttributeValues"][":writes"] == {"N": "5"}
 
 
-def test_a_write_from_a_held_turn_requires_it_and_removes_it() -> None:
+def test_a_write_from_the_head_of_the_queue_requires_its_entry_and_removes_it() -> None:
     item = item_after(*chain(CounterState(), 2))
-    item[TURN_ATTRIBUTE] = {"S": "turn-1"}
+    item[TURN_ATTRIBUTE] = {"L": [{"S": "a:3"}, {"S": "b:1"}]}
     state = CounterState.of(item, key="c", table=TABLE)
-    assert state.turn == "turn-1"
-    write = CounterWrite(state, 3, "t2")
+    assert state.turns == ("a:3", "b:1")
+    write = CounterWrite(state, 5, "t2")
     request = write.update(TABLE)
-    assert request["ConditionExpression"].endswith(" AND #turn = :turn")
-    assert request["ExpressionAttributeValues"][":turn"] == {"S": "turn-1"}
-    assert request["UpdateExpression"].endswith(" REMOVE #turn")
-    assert TURN_ATTRIBUTE not in write.after(TABLE)
+    assert request["ConditionExpression"].endswith(" AND #turn[0] = :turn")
+    assert request["ExpressionAttributeValues"][":turn"] == {"S": "a:3"}
+    assert request["UpdateExpression"].endswith(" REMOVE #turn[0]")
+    assert write.after(TABLE)[TURN_ATTRIBUTE] == {"L": [{"S": "b:1"}]}  # the rest as known
+    whole = write.condition(TABLE, whole_queue=True)  # a PutItem replaces the queue whole
+    assert whole["ConditionExpression"].endswith(" AND #turn = :turns")
+    assert whole["ExpressionAttributeValues"][":turns"] == item[TURN_ATTRIBUTE]
+
+
+def test_a_writer_further_back_predicts_the_item_from_the_sizes_ahead() -> None:
+    item = item_after(*chain(CounterState(), 2))
+    item[TURN_ATTRIBUTE] = {"L": [{"S": "a:3"}, {"S": "b:4"}, {"S": "me:2"}]}
+    state = CounterState.of(item, key="c", table=TABLE)
+    after = predicted(state, state.turns[:2])
+    assert (after.value, after.writes, after.turns) == (state.value + 7, 4, ("me:2",))
+    request = CounterWrite(after, after.value + 2, "t").update(TABLE)
+    assert request["ExpressionAttributeValues"][":current"] == {"N": str(state.value + 7)}
+    assert request["ExpressionAttributeValues"][":turn"] == {"S": "me:2"}
+    assert request["UpdateExpression"].startswith("SET #value = :next, #writes = :writes_after,")
+    assert "#tokens[4] = :token" in request["UpdateExpression"]
+    assert [entry_size(e) for e in ("a:3", "b:40", "odd")] == [3, 40, 0]
 
 
 def test_a_counter_without_writes_is_matched_on_its_value_alone() -> None:
@@ -85,7 +103,7 @@ def test_a_counter_without_writes_is_matched_on_its_value_alone() -> None:
     state = CounterState.of(legacy, key="c", table=TABLE)
     request = CounterWrite(state, 8, "t").update(TABLE)
     assert request["ConditionExpression"] == (
-        "#value = :current AND attribute_not_exists(#writes) AND attribute_not_exists(#turn)"
+        "#value = :current AND attribute_not_exists(#writes) AND attribute_not_exists(#turn[0])"
     )
     assert ":tokens" in request["ExpressionAttributeValues"]  # the whole ring, first time
 
