@@ -10,7 +10,10 @@ Sections, ratios from rows run next to each other in one run, rounds alternating
    transactional, sort-key and optimistic strategies. Each process times its share after a
    start barrier (interpreter start-up and client set-up not counted). Targets: aggregate >=
    0.8x one process; the slowest process's wall <= 1.3x the fastest's; p99 of a call <= 2x
-   the single process's (pooled over the processes, and the worst process's).
+   the single process's (pooled over the processes, and the worst process's). A third row,
+   one process with one process's share of the tasks (32), is the ceiling of any scheme in
+   which each write carries one process's callers: what 4 processes would reach if handing
+   the counter item from one to the next cost nothing.
 2. ``hot``: the same 4 processes through the capacity model (150 WCU/s per item, 2-6 ms round
    trips, a child process): no process starved (each makes at least half its fair share).
 3. ``raw``: grouped transactional ``put()`` at ``--tasks`` tasks in one process against a raw
@@ -81,18 +84,21 @@ async def section_processes(bench: Bench, s: Settings) -> list[dict[str, Any]]:
     for round_ in range(s.rounds):
         for strategy in s.strategies:
             variant = defaults(strategy, f"{strategy} (defaults)")
-            order = (1, s.processes) if round_ % 2 == 0 else (s.processes, 1)
+            order = (1, s.processes, 0) if round_ % 2 == 0 else (0, s.processes, 1)
             for processes in order:
+                # 0: the ceiling, one process with one process's share of the tasks
+                share = processes == 0
                 result = await bench.measure(
                     "processes",
                     variant,
-                    tasks=s.tasks,
-                    processes=processes,
+                    tasks=s.tasks // s.processes if share else s.tasks,
+                    processes=1 if share else processes,
                     secs=s.row_secs,
                     round=round_,
                     strategy=strategy,
                 )
-                rows.append(_row(result, strategy, processes, round_, "direct"))
+                row = _row(result, strategy, 1 if share else processes, round_, "direct")
+                rows.append({**row, "share": True} if share else row)
     return rows
 
 
@@ -223,8 +229,9 @@ def targets(rows: list[dict[str, Any]], s: Settings) -> list[dict[str, Any]]:
             for r in rows
             if r.get("strategy") == strategy and r.get("condition") == "direct" and "raw" not in r
         ]
-        ones = {r["round"]: r for r in mine if r["processes"] == 1}
+        ones = {r["round"]: r for r in mine if r["processes"] == 1 and not r.get("share")}
         manys = {r["round"]: r for r in mine if r["processes"] > 1}
+        shares_ = {r["round"]: r for r in mine if r.get("share")}
         rounds = sorted(set(ones) & set(manys))
         if not rounds:
             continue
@@ -251,6 +258,7 @@ def targets(rows: list[dict[str, Any]], s: Settings) -> list[dict[str, Any]]:
                 f" {_median([ones[i]['numbers_per_s'] for i in rounds]):,.0f}/s; puts per"
                 f" process {'; '.join(shares)}",
             ),
+            *_ceiling(strategy, s, ones, shares_, rounds),
             _target(
                 f"{strategy}: slowest process's wall / fastest's",
                 max(walls),
@@ -307,6 +315,33 @@ def targets(rows: list[dict[str, Any]], s: Settings) -> list[dict[str, Any]]:
             )
         )
     return found
+
+
+def _ceiling(
+    strategy: str,
+    s: Settings,
+    ones: dict[int, dict[str, Any]],
+    shares: dict[int, dict[str, Any]],
+    rounds: list[int],
+) -> list[dict[str, Any]]:
+    """One process with one process's share of the tasks, against the whole in one process:
+    the most a scheme where each write carries one process's callers can reach."""
+    both = [i for i in rounds if i in shares]
+    if not both:
+        return []
+    ratios = [shares[i]["numbers_per_s"] / max(ones[i]["numbers_per_s"], 1e-9) for i in both]
+    p99 = _median([shares[i]["p99_ms"] for i in both])
+    return [
+        _target(
+            f"{strategy}: ceiling, 1 process with {s.tasks // s.processes} tasks vs {s.tasks}",
+            _median(ratios),
+            0.8,
+            ">=",
+            [f"{x:.2f}" for x in ratios],
+            f"what {s.processes} processes reach if handing the counter on cost nothing;"
+            f" p99 {p99:,.0f} ms",
+        )
+    ]
 
 
 def _target(

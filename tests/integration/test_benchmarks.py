@@ -458,6 +458,7 @@ def test_the_fairness_targets_catch_a_starved_process() -> None:
     rows = [
         row(1, 1_000.0, [(3_000, 3.0, 100.0)]),
         row(4, 500.0, [(1_400, 3.0, 150.0), (32, 5.1, 4_000.0), (32, 3.9, 900.0)]),
+        row(1, 900.0, [(2_700, 3.0, 20.0)], share=True),  # 1 process, a quarter of the tasks
     ]
     hot = row(4, 500.0, [(1_400, 3.0, 0.0), (32, 3.0, 0.0)], throttled=0, errors={})
     rows.append({**hot, "condition": "hot"})
@@ -467,5 +468,8 @@ def test_the_fairness_targets_catch_a_starved_process() -> None:
     wall = found["transactional: slowest process's wall / fastest's"]
     assert wall["measured"] == 1.7 and not wall["met"]
     assert found["transactional: p99, 4 processes (pooled) vs 1"]["measured"] == 40.0
+    ceiling = found["transactional: ceiling, 1 process with 2 tasks vs 8"]
+    assert ceiling["measured"] == 0.9 and ceiling["met"]
+    assert "p99 20 ms" in ceiling["detail"]
     starved = found["transactional: capacity model, least process / fair share"]
     assert starved["measured"] == 0.04 and not starved["met"]
