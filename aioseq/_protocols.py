@@ -52,5 +52,8 @@ class Store(Protocol):
     def counter_item_key(self, key: str) -> Item:
         """The primary key of counter ``key``'s counter item."""
 
+    def _check_request(self, operation: str, params: dict[str, Any]) -> None:
+        """Check a request built once, before `send` sends it unchecked, many times."""
+
     def _adopt(self, thing: Closeable) -> None:
         """Remember ``thing`` to close it with the store."""

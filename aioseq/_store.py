@@ -187,7 +187,8 @@ class DynamoStore:
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
         self.transport = transport
-        #: `call()` with the parameters as one dict, left unchanged (the transport's).
+        #: `call()` with the parameters as one dict, left unchanged (the transport's), and not
+        #: checked: for requests aioseq built and checked once (`Transport.validate()`).
         self.send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] = transport.send
         self.client = transport.client
         self.table = table
@@ -283,7 +284,9 @@ class DynamoStore:
                 connect_timeout_secs=connect_timeout_secs,
                 read_timeout_secs=read_timeout_secs,
             )
-            transport = Transport(client, owner=stack, observer=observer, table_name=spec.name)
+            transport = Transport(  # its client leaves parameter checks to the transport
+                client, owner=stack, observer=observer, table_name=spec.name, validates=True
+            )
             return DynamoStore._owning(transport, spec, retry_policy, idle_secs)
 
         return _Opening(open_store)
@@ -417,7 +420,10 @@ class DynamoStore:
             StoreClosed: after [`aclose()`][aioseq.DynamoStore.aclose] (with ``maybe_applied`` if
                 the close cut the request off).
             StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
+            botocore.exceptions.ParamValidationError: ``params`` do not fit the operation
+                (nothing is sent).
         """
+        self.transport.validate(operation, params)
         return await self.transport.send(operation, params)
 
     async def request(self, operation: str, **params: Any) -> dict[str, Any]:
@@ -430,7 +436,18 @@ class DynamoStore:
             StoreClosed, StoreError: as [`call()`][aioseq.DynamoStore.call], for errors that are not
                 retried.
         """
+        self.transport.validate(operation, params)
         return await self.retry.run(lambda: self.transport.send(operation, params))
+
+    def _check_request(self, operation: str, params: dict[str, Any]) -> None:
+        """Check a request aioseq built once, as `call()` does, before `send` sends it
+        unchecked many times (botocore's validator; a no-op on a client that checks every
+        request itself).
+
+        Raises:
+            botocore.exceptions.ParamValidationError: it does not fit the operation.
+        """
+        self.transport.validate(operation, params)
 
     # --- keys -------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.validate import validate_parameters
 
 from aioseq.errors import (
     ConditionFailed,
@@ -187,6 +188,9 @@ class Transport:
         observer: every request is reported to its ``on_request``; item requests then ask
             for ``ReturnConsumedCapacity=TOTAL``.
         table_name: the table named in the observer's events.
+        validates: `validate()` checks parameters (a client made with botocore's
+            ``parameter_validation=False``, as `aioseq._client.open_client` makes them);
+            otherwise the client checks every request itself.
     """
 
     def __init__(
@@ -196,6 +200,7 @@ class Transport:
         owner: AsyncExitStack | None = None,
         observer: Observer | None = None,
         table_name: str = "",
+        validates: bool = False,
     ) -> None:
         self.client = client
         self.observer = observer
@@ -206,6 +211,10 @@ class Transport:
         self._in_flight = 0  # send()s awaiting an answer
         self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
         client.meta.events.register("before-send.dynamodb", self._count_request)
+        #: Whether `validate()` checks parameters: the client does not (aioseq's own clients,
+        #: whose requests aioseq builds; see `aioseq._client.open_client`).
+        self.validates = validates
+        self._input_shapes: dict[str, Any] = {}  # operation -> botocore's input shape
 
     @property
     def requests(self) -> Counter[str]:
@@ -224,6 +233,23 @@ class Transport:
 
     def _count_request(self, event_name: str, **kwargs: Any) -> None:
         self._requests[event_name] += 1  # by event name: no string work per request
+
+    def validate(self, operation: str, params: dict[str, Any]) -> None:
+        """Check ``params`` against the operation's input shape with botocore's own validator,
+        when the client does not (no request is sent).
+
+        Raises:
+            botocore.exceptions.ParamValidationError: as the client would have, unchanged.
+        """
+        if not self.validates:
+            return
+        shape = self._input_shapes.get(operation)
+        if shape is None:
+            meta = self.client.meta
+            model = meta.service_model.operation_model(meta.method_to_api_mapping[operation])
+            shape = self._input_shapes[operation] = model.input_shape
+        if shape is not None:
+            validate_parameters(params, shape)
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request (``operation`` as botocore's method name, e.g. ``"update_item"``)

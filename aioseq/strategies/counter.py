@@ -122,6 +122,7 @@ class AtomicCounter(Strategy):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         self._one = self._request(1)
+        self.store._check_request("update_item", self._one)  # once: next() sends it as is
 
     def _request(self, n: int) -> dict[str, Any]:
         """The ``UpdateItem`` parameters of an ``ADD n`` (``n <= max_value``)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from botocore.exceptions import ParamValidationError
 
 from aioseq import ConnectionFailed, DynamoStore, RetriesExhausted, RetryPolicy
 from aioseq._retry import RetryEngine, Verdict
@@ -84,3 +85,18 @@ async def test_only_failures_that_ask_for_a_backoff_lengthen_it() -> None:
     assert all(0.00045 <= w <= 0.00055 for w in sleep.waits[8:12])
     first, second = sleep.waits[12:]
     assert 0 <= first <= 0.001 and 0 <= second <= 0.002  # 2**0 and 2**1, not 2**12
+
+
+async def test_call_checks_parameters_on_the_client_aioseq_opens() -> None:
+    """aioseq's own client leaves parameter checks to aioseq (its hot requests are templates
+    checked once); what a caller passes to call() is checked as botocore would, unsent."""
+    async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as store:
+        assert store.transport.validates
+        with pytest.raises(ParamValidationError, match="Key"):
+            await store.call("get_item", TableName=store.table.name, Key="not a map")
+        with pytest.raises(ParamValidationError, match="TableName"):
+            await store.request("get_item", Key=store.counter_item_key("k"))
+        assert store.requests.total() == 0  # nothing was sent
+    async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as owner:
+        borrowed = DynamoStore(owner.client, owner.table)
+        assert not borrowed.transport.validates  # a client of the caller's checks itself
