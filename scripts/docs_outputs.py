@@ -302,11 +302,21 @@ def defaults_targets() -> None:
     emit(targets_table(found), lang=None)
 
 
-def many_keys_targets() -> None:
-    """The many-keys targets, from docs/performance/many_keys.json."""
+def many_keys_targets(name: str = "many_keys", *, measured: bool = False) -> None:
+    """The many-keys targets, from docs/performance/NAME.json; with ``measured``, when, where
+    and how the run was measured first."""
     from benchmarks import many_keys
 
-    emit(many_keys._tabulate(many_keys.target_table(_report("many_keys")), "github"), lang=None)
+    report = _report(name)
+    table = many_keys._tabulate(many_keys.target_table(report), "github")
+    emit(f"{_measured(report)}\n{table}" if measured else table, lang=None)
+
+
+def fairness_targets() -> None:
+    """The fair group commit targets, from docs/performance/fairness.json."""
+    from benchmarks import fairness
+
+    emit(fairness.targets_table(_report("fairness")), lang=None)
 
 
 # -- the soak, rendered from its saved report ---------------------------------------------------
