@@ -1,23 +1,27 @@
 """The figures docs/benchmarks.md quotes in prose from a saved report match the report.
 
 The tables are rendered from docs/performance/*.json by cog (``make docs-outputs-check``);
-the prose under the contention table ("What the figures mean for choosing") quotes ranges
-from the same contention.json, so each quoted range is computed here from the report and
-must appear in the page as written. A new report (``make bench ARGS="--out
-docs/performance"``) fails this test until the prose says what it shows.
+the prose around them quotes figures from the same files (the contention bullets, "What the
+figures mean for choosing"; the fairness and many-keys sections' runs and their "why not met"
+bullets), so each quoted figure is computed here from its report and must appear in the page
+as written. A new report (``--out docs/performance``) fails this test until the prose says
+what it shows.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "benchmarks.md"
-REPORT = ROOT / "docs" / "performance" / "contention.json"
+PERFORMANCE = ROOT / "docs" / "performance"
 
 Row = dict[str, Any]
 
@@ -45,8 +49,17 @@ def _rows(report: dict[str, Any], **where: Any) -> Callable[..., list[Row]]:
     return select
 
 
-def _claims(report: dict[str, Any]) -> list[str]:
-    """Each figure the prose quotes, as the page writes it, computed from ``report``."""
+def _report(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((PERFORMANCE / f"{name}.json").read_text())
+    return loaded
+
+
+def _page() -> str:
+    return re.sub(r"\s+", " ", PAGE.read_text())
+
+
+def _contention(report: dict[str, Any]) -> list[str]:
+    """Each figure the contention prose quotes, as the page writes it."""
     rows = _rows(report)
     peer = _rows(report, name="dynamodb-autoincrement")
 
@@ -98,20 +111,113 @@ def _claims(report: dict[str, Any]) -> list[str]:
     ]
 
 
-def test_the_contention_prose_quotes_contention_json() -> None:
-    report = json.loads(REPORT.read_text())
-    assert all(r["ok"] for r in report["rows"])
-    page = re.sub(r"\s+", " ", PAGE.read_text())
-    missing = [claim for claim in _claims(report) if claim not in page]
-    assert not missing, f"docs/benchmarks.md no longer matches contention.json: {missing}"
+def _fairness(report: dict[str, Any]) -> list[str]:
+    """Each figure the fairness section's prose quotes, as the page writes it."""
+    targets = {t["target"]: t for t in report["targets"]}
+
+    def target(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = targets[name]
+        return found
+
+    def rows(strategy: str, processes: int) -> list[Row]:
+        return [
+            r
+            for r in report["rows"]
+            if r.get("condition") == "direct"
+            and r["strategy"] == strategy
+            and r.get("processes") == processes
+        ]
+
+    def per_number(strategy: str, processes: int) -> list[float]:
+        return [r["requests_per_number"] for r in rows(strategy, processes)]
+
+    load_start, load_end = (
+        float(report[key].removeprefix("load average ").split(",")[0])
+        for key in ("load_at_start", "load_at_end")
+    )
+    aggregate = sorted(
+        float(x) for x in target("transactional: aggregate, 4 processes vs 1")["rounds"]
+    )
+    p99 = sorted(
+        float(x) for x in target("transactional: p99, 4 processes (pooled) vs 1")["rounds"]
+    )
+    optimistic_p99 = re.search(
+        r"vs (\d+) ms", target("optimistic: p99, 4 processes (pooled) vs 1")["detail"]
+    )
+    assert optimistic_p99 is not None
+    sort_key_puts = sorted(
+        int(n.replace(",", ""))
+        for n in re.findall(
+            r"[\d,]+",
+            target("sort-key: capacity model, least process / fair share")["detail"].split(";")[0],
+        )
+    )
+    transactional_1 = sorted(r["numbers_per_s"] for r in rows("transactional", 1))
+    raw = target("grouped transactional put(), 128 tasks, vs raw 99-item loop")["measured"]
+    return [
+        f"Measured {report['date'][:16]} UTC on DynamoDB Local",
+        f"load average {load_start:.1f} at the start and {load_end:.1f} at the end",
+        f"rows ran at {transactional_1[0]:,.0f} to {transactional_1[-1]:,.0f}" + " puts/s",
+        f"({optimistic_p99.group(1)} ms p99)",
+        f"measured {target('optimistic: aggregate, 4 processes vs 1')['measured']}×, "
+        f"{statistics.median(per_number('optimistic', 4)):.2f} requests per number against "
+        f"{statistics.median(per_number('optimistic', 1)):.3f}",
+        f"{_span(per_number('transactional', 4), '.2f')} requests per put against "
+        f"{statistics.median(per_number('transactional', 1)):.3f}",
+        f"the rounds range from {aggregate[0]}× to {aggregate[-1]}×, "
+        f"p99 {p99[0]}× to {p99[-1]:.1f}×",
+        f"one process made {sort_key_puts[0]:,} puts against {sort_key_puts[-1]:,}",
+        f"Grouped puts vs the raw 99-item loop, {raw}×",
+        f"to {raw}×. The rest is the client's CPU per put",
+    ]
+
+
+def _many_keys(report: dict[str, Any]) -> list[str]:
+    """Each figure the many-keys section's prose quotes about docs/performance/many_keys.json."""
+    figure = {t["name"]: t["figure"] for t in report["targets"]}
+    keys = report["many_keys"]
+
+    def loads(values: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in values)
+
+    return [
+        f"Measured {report['date'][:16]} UTC on DynamoDB Local",
+        f"load average {loads(report['machine']['load_average'])} at the start and "
+        f"{loads(report['load_average_at_end'])} at the end",
+        f"**Per-request allocator calls, {figure['allocator next(): per request / held']:.2f}×.**",
+        f"show {figure['transactional put(): per request / held']:.2f}×",
+        f"**Memory after the drops, "
+        f"{figure['Python memory after the idle drops, over the start']:.1f} MB.**",
+        f"only {keys['requests']['UpdateItem'] - keys['keys']:,} of {keys['keys']:,} give-backs "
+        f"happened during the {keys['wall_secs']:.0f} s of traffic "
+        f"({keys['requests']['UpdateItem']:,} `UpdateItem`s in all) and "
+        f"{keys['peak_live_keys']:,} keys were live at the peak",
+    ]
+
+
+CLAIMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "contention": _contention,
+    "fairness": _fairness,
+    "many_keys": _many_keys,
+}
+
+
+@pytest.mark.parametrize("name", CLAIMS)
+def test_the_prose_quotes_its_report(name: str) -> None:
+    page = _page()
+    missing = [claim for claim in CLAIMS[name](_report(name)) if claim not in page]
+    assert not missing, f"docs/benchmarks.md no longer matches {name}.json: {missing}"
+
+
+def test_every_contention_row_passed() -> None:
+    assert all(r["ok"] for r in _report("contention")["rows"])  # "all 100 rows passed"
 
 
 def test_a_changed_report_fails_the_check() -> None:
-    report = json.loads(REPORT.read_text())
-    page = re.sub(r"\s+", " ", PAGE.read_text())
+    report = _report("contention")
     for row in report["rows"]:
         if row["label"] == "sort-key +group" and row["processes"] == 1 and row["tasks"] >= 16:
             row["vs_atomic"]["numbers_per_s"] *= 2
-    assert [claim for claim in _claims(report) if claim not in page] == [
+    assert [claim for claim in _contention(report) if claim not in _page()] == [
         f"`sort-key +group` {_span((4.948, 9.69), '.1f')}×"
     ]
