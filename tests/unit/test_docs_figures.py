@@ -2,10 +2,10 @@
 
 The tables are rendered from docs/performance/*.json by cog (``make docs-outputs-check``);
 the prose around them quotes figures from the same files (the contention bullets, "What the
-figures mean for choosing"; the fairness and many-keys sections' runs and their "why not met"
-bullets), so each quoted figure is computed here from its report and must appear in the page
-as written. A new report (``--out docs/performance``) fails this test until the prose says
-what it shows.
+figures mean for choosing"; the defaults', fairness and many-keys sections' runs and their
+"why not met" bullets), so each quoted figure is computed here from its report and must
+appear in the page as written. A new report (``--out docs/performance``) fails this test
+until the prose says what it shows.
 """
 
 from __future__ import annotations
@@ -195,8 +195,56 @@ def _many_keys(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def _defaults(report: dict[str, Any]) -> list[str]:
+    """Each figure the "why not met" bullets of the defaults' run quote."""
+    targets = {t["name"]: t for t in report["targets"]}
+    gapless = targets["one gapless counter with defaults: 4 processes vs 1, 128 tasks"]["why"]
+    atomic = [
+        targets[f"atomic next() vs raw update_item, {n}"]
+        for n in ("1 task", "16 tasks", "128 tasks")
+    ]
+    whys = [t["why"] for t in atomic[1:]]
+
+    def first(pattern: str, text: str) -> str:
+        found = re.search(pattern, text)
+        assert found is not None, (pattern, text)
+        return found.group(1).replace(",", "")
+
+    def span(pattern: str, fmt: str) -> str:
+        return _span((float(first(pattern, why)) for why in whys), fmt)
+
+    four, rest = gapless.split("1 process:")
+    one = rest.split("Diagnostic")[0]
+    per_commit = [float(first(r"([\d.]+) puts per committed", part)) for part in (four, one)]
+    first_round = first(r"puts per process ([\d,/]+)", four).split("/")
+    p99_secs = float(first(r"p99 ([\d,]+) ms", four)) / 1000
+    races = first(r"([\d.]+) lost races per transaction", four)
+    client, server = (first(who + r" ([\d.]+)", four) for who in ("client", "server"))
+    diagnostic = first(r"\(([\d.]+)× one process\)", gapless)
+    cores = span(r"cores busy: client ([\d.]+)", ".2f")
+    more_cpu = span(r"spends ([\d,]+) µs more", ".0f")
+    young = span(r"GC [\d,]+ µs per number \(([\d,]+) young", ".0f")
+    raw_young = span(r"raw rows. GC [\d,]+ µs per number \(([\d,]+) young", ".0f")
+    ceiling = min(float(first(r"a ceiling of ([\d.]+)×", why)) for why in whys)
+    return [
+        f"({per_commit[0]:.0f} puts per committed transaction instead of {per_commit[1]:.0f})",
+        f"({races} lost races per transaction)",
+        f"({int(first_round[0]):,} puts against {first_round[1]} each for the others)",
+        f"grows to {p99_secs:.1f} s",
+        f"(client {client}, server {server} of 2 cores)",
+        f"did worse, {diagnostic}×",
+        " / ".join(f"{t['figure']:.2f}×" for t in atomic) + " at 1 / 16 / 128 tasks",
+        f"({cores} cores)",
+        f"aioseq spends {more_cpu} µs more CPU per number",
+        f"({young} young collections per 1,000 numbers against {raw_young})",
+        f"`next()` adds {report['added_cost']['added_us']:.0f} µs a call",
+        f"caps the ratio near {ceiling:.2f}×",
+    ]
+
+
 CLAIMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "contention": _contention,
+    "defaults": _defaults,
     "fairness": _fairness,
     "many_keys": _many_keys,
 }
