@@ -1,7 +1,7 @@
 """aioseq: ever-increasing sequence numbers from Amazon DynamoDB, for asyncio.
 
 Open one [`DynamoStore`][aioseq.DynamoStore] for the life of the application and make counters from
-it::
+it:
 
     async with aioseq.DynamoStore.open() as store:
         orders = store.atomic_counter("orders")

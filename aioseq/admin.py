@@ -203,7 +203,7 @@ async def set_counter(
     were deleted); running allocators still hold blocks above ``value`` and will hand those out too,
     so stop them first.
 
-    DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item)::
+    DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item):
 
         SET #value = :value, aioseq_updated_at = :now,
             aioseq_numbering = if_not_exists(aioseq_numbering, "stride=1 offset=1")
@@ -277,7 +277,7 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     past the highest id already in the table").
 
     DynamoDB calls: one conditional ``UpdateItem`` (1 WCU per KB of the counter item; a
-    refused condition costs the same)::
+    refused condition costs the same):
 
         SET #value = :value, aioseq_updated_at = :now,
             aioseq_numbering = if_not_exists(aioseq_numbering, "stride=1 offset=1")
@@ -524,7 +524,7 @@ async def set_numbering(
     """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
     that the next number it hands out is above every number handed out under the old one.
 
-    Two requests: a strongly consistent ``GetItem`` of the counter item, then::
+    Two requests: a strongly consistent ``GetItem`` of the counter item, then:
 
         UpdateItem  SET #numbering = :new, #value = :renumbered, aioseq_updated_at = :now
                     IF  #value = :value AND #numbering = :old

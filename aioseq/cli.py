@@ -1,34 +1,8 @@
 """The ``aioseq`` command (also ``python -m aioseq``).
 
-::
-
-    aioseq [--endpoint-url URL] [--region NAME] [--table NAME] COMMAND ...
-
-    create-table                 create the table all strategies use (exit 0 if it exists)
-    next KEY [--strategy S] [--count N] [--concurrency C] [--stride S --offset O]
-                                 take N numbers from counter KEY; print each on its own line
-                                 (allocator: numbered O, O+S, O+2S, ...)
-    current KEY [--strategy S]   print the counter's current value
-    demo [--count N] [--concurrency C] [--instances I]
-                                 every strategy, checked, as a table (embedded server if
-                                 no endpoint is configured)
-
-Operating counters (see docs/operations.md)::
-
-    set KEY VALUE [--allow-backward]
-                                 set the counter's value (the last number handed out,
-                                 under the default numbering);
-                                 prints nothing on stdout, what it did on stderr; moving
-                                 back is refused (exit 1) without --allow-backward
-    list [--json]                every counter item: key, value, numbering, last update,
-                                 tab-separated, sorted by key (--json: one object a line)
-    describe KEY [--json]        one counter, as a line of ``list``
-    start-after KEY --table T --attribute A [--segments N]
-                                 raise counter KEY past the highest A in table T (a
-                                 parallel Scan; progress on stderr); prints its value. The
-                                 counter table is the --table given before the command.
-    iam-policy (--runtime | --admin) [--table-arn ARN ...] [--account ID]
-                                 print the IAM policy JSON; no request is sent
+Its commands and options are what ``aioseq --help`` and ``aioseq COMMAND --help`` print, from
+the parser below; docs/cli.md shows that help, generated from it (``make docs-outputs``), and
+docs/operations.md how to operate counters with it.
 
 This is a public contract that scripts rely on: ``next`` prints only numbers on stdout, one per
 line, as they are taken (``set``, ``list``, ``describe``, ``start-after`` and ``iam-policy``
@@ -396,7 +370,7 @@ def _escape(text: str) -> str:
 def counter_line(info: CounterInfo) -> str:
     """One line of ``aioseq list`` / ``aioseq describe``: key, value, numbering, last update,
     separated by tabs; ``-`` for a missing field; the key with backslash, tab, CR and LF
-    escaped (``--json`` gives keys as they are)::
+    escaped (``--json`` gives keys as they are):
 
         k1	11	-	2025-01-31T12:00:00.000000+00:00
     """

@@ -64,7 +64,7 @@ class TableSpec:
     """The layout of the table that holds counter items (and, for the item-writing strategies,
     the items numbered by them).
 
-    The default layout, created by ``DynamoStore.create_table()`` / ``aioseq create-table``::
+    The default layout, created by ``DynamoStore.create_table()`` / ``aioseq create-table``:
 
         partition key  pk  (S)   the counter key, or the item collection of a sort-key counter
         sort key       sk  (N)   0 for a counter item; the sequence number for numbered items

@@ -58,8 +58,6 @@ def zero_pad(n: int, width: int) -> str:
 class IdFormat:
     """A prefixed, optionally zero-padded identifier for sequence numbers.
 
-    ::
-
         >>> order_id = IdFormat(prefix="ORD-", width=6)
         >>> order_id.format(42)
         'ORD-000042'

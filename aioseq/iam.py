@@ -8,7 +8,7 @@ its own: each write in it is authorized as the matching single-item action (``Pu
 IAM with DynamoDB transactions"), and aioseq's transactions hold only those two.
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` needs no read permission.
 
-[`policy()`][aioseq.iam.policy] writes the identity-based policy document::
+[`policy()`][aioseq.iam.policy] writes the identity-based policy document:
 
     >>> policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")["Statement"][0]["Action"]
     ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']

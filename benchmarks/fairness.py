@@ -358,13 +358,9 @@ def _target(
     }
 
 
-def markdown(report: dict[str, Any]) -> str:
+def targets_table(report: dict[str, Any]) -> str:
+    """The targets of a report, as a markdown table (docs/benchmarks.md renders it)."""
     lines = [
-        "# Fair group commit across processes",
-        "",
-        f"`{report['command']}`, {report['date']}, {report['server']};"
-        f" {report['load_at_start']} at the start, {report['load_at_end']} at the end.",
-        "",
         "| target | measured | goal | met | rounds | detail |",
         "|---|---|---|---|---|---|",
     ]
@@ -373,6 +369,18 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else 'NO'}"
             f" | {', '.join(t['rounds'])} | {t['detail']} |"
         )
+    return "\n".join(lines)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Fair group commit across processes",
+        "",
+        f"`{report['command']}`, {report['date']}, {report['server']};"
+        f" {report['load_at_start']} at the start, {report['load_at_end']} at the end.",
+        "",
+        targets_table(report),
+    ]
     lines += [
         "",
         "## Rows",

@@ -3,6 +3,9 @@
 Fails (exit 1, one line per problem) when
 - a page shows a raw Sphinx role (``:meth:`x```, ``:class:`~a.B```: mkdocstrings renders them
   as text; write ``[`B`][a.B]`` or a backticked name instead);
+- a paragraph (or list item, or table cell) ends in ``::``: a reStructuredText literal-block
+  marker left in a docstring, which markdown shows as it is (end the sentence with ``:``; an
+  indented or fenced block after a blank line is the code block);
 - a cross-reference was left unresolved (autorefs leaves an ``<autoref`` element);
 - a public name (``aioseq.__all__`` and the ``__all__`` of every public module) has no anchor
   in the API reference, under its module's path or under a path that names the same object;
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROLE = re.compile(r":(?:py:)?(?:meth|class|func|mod|attr|exc|data|obj|const|ref):(?:`|<code>)")
+LITERAL_MARKER = re.compile(r"([^\s<>]{0,40})::\s*</(p|li|td)>")
 ANCHOR = re.compile(r'id="(aioseq(?:\.\w+)+)"')
 REFERENCE = Path("reference/api/index.html")
 FACTORIES = [
@@ -83,6 +87,8 @@ def main(argv: list[str]) -> int:
         text = page.read_text(encoding="utf-8")
         for match in ROLE.finditer(text):
             problems.append(f"{page}: raw Sphinx role {match.group(0)!r}")
+        for match in LITERAL_MARKER.finditer(text):
+            problems.append(f"{page}: a paragraph ends in '::' ({match.group(0)!r})")
         if "<autoref" in text:
             problems.append(f"{page}: an unresolved cross-reference (<autoref>)")
     reference = site / REFERENCE

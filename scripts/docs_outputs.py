@@ -17,6 +17,9 @@ new output equals the page's once masked, the page's text is kept, so a page cha
 the output really did. ``DOCS_OUTPUTS_REFRESH=1`` writes every block anew (fresh timings);
 ``DOCS_OUTPUTS_QUICK=1`` (the check) runs the demos with fewer numbers, all of them masked.
 
+Saved results render from docs/performance/*.json (the benchmarks' tables, the soak's report);
+a ``curl`` to an example service is sent to it in this process, over ASGI.
+
 Commands run in this process (``aioseq.cli.main``), stdout and stderr interleaved as a terminal
 shows them, against servers started here: a serialized moto server, reset for each session;
 DynamoDB Local on 127.0.0.1:8000 for the demo that names it (run under
@@ -299,8 +302,132 @@ def defaults_targets() -> None:
     emit(targets_table(found), lang=None)
 
 
-def many_keys_targets() -> None:
-    """The many-keys targets, from docs/performance/many_keys.json."""
+def many_keys_targets(name: str = "many_keys", *, measured: bool = False) -> None:
+    """The many-keys targets, from docs/performance/NAME.json; with ``measured``, when, where
+    and how the run was measured first."""
     from benchmarks import many_keys
 
-    emit(many_keys._tabulate(many_keys.target_table(_report("many_keys")), "github"), lang=None)
+    report = _report(name)
+    table = many_keys._tabulate(many_keys.target_table(report), "github")
+    emit(f"{_measured(report)}\n{table}" if measured else table, lang=None)
+
+
+def fairness_targets() -> None:
+    """The fair group commit targets, from docs/performance/fairness.json."""
+    from benchmarks import fairness
+
+    emit(fairness.targets_table(_report("fairness")), lang=None)
+
+
+# -- the soak, rendered from its saved report ---------------------------------------------------
+
+
+def _measured(report: dict[str, Any]) -> str:
+    """When, where and how a saved report was measured, in a sentence, then its command."""
+    machine = report["machine"]
+    load = ", ".join(f"{x:g}" for x in machine["load_average"])
+    command = report["command"]
+    if "--server dynamodb-local" in command and command.startswith("python "):
+        command = f"scripts/in-loopback-netns .venv/bin/{command}"
+    return (
+        f"Measured {report['date']} on {machine['cpu']} ({machine['cores']} cores, load average "
+        f"{load} at the start), {machine['python']}, aioseq {report['versions']['aioseq']}, "
+        f"against {report['server']}; {report['wall_secs']:.0f} s in all. Command:\n\n"
+        f"    {command}\n"
+    )
+
+
+def soak_report(name: str = "soak") -> None:
+    """The soak saved in docs/performance/NAME.json (``python -m verification.soak --out``):
+    when and how it ran, then its output as it printed it (the server's port shown as PORT)."""
+    from verification.soak_report import transcript
+
+    report = _report(name)
+    endpoint = re.sub(r":\d+$", ":PORT", report["endpoint"])
+    lines = transcript(report, endpoint_url=endpoint)
+    emit(f"{_measured(report)}\n```text\n" + "\n".join(lines) + "\n```", lang=None)
+
+
+def soak_answers_lost(name: str = "soak") -> None:
+    """A sentence: the answers lost after their writes applied, for the strategies that resolve
+    them, in the soak saved in docs/performance/NAME.json."""
+    from aioseq.testing.fault_proxy import APPLIED_KINDS
+    from verification.soak_report import Soak
+
+    soaks = [Soak.from_json(result) for result in _report(name)["results"]]
+    lost = {
+        s.report.strategy: sum(s.injected[k] for k in APPLIED_KINDS)
+        for s in soaks
+        if s.report.strategy in ("optimistic", "sort-key", "transactional")
+    }
+    if list(lost) != ["optimistic", "sort-key", "transactional"]:
+        raise RuntimeError(f"{name}.json: expected the optimistic, sort-key and transactional rows")
+    broken = sum(s.report.duplicates + s.report.stored_twice + s.report.holes for s in soaks)
+    if broken or not all(s.report.ok for s in soaks):
+        raise RuntimeError(f"{name}.json: a guarantee broke; the page says none did")
+    a, b, c = lost.values()
+    emit(
+        "No duplicate, no item stored twice, no hole. The optimistic counter, the sort-key "
+        f"strategy and the transactional strategy had {a}, {b} and {c} answers lost after "
+        "their writes applied, and not one number was lost or stored twice for it: every gap "
+        "there is a cancelled caller (a cancelled `put` whose commit was under way stores its "
+        'item: "unacknowledged") or the killed process.',
+        lang=None,
+    )
+
+
+# -- a request to an example service ----------------------------------------------------------
+
+
+def curl(command: str, *, status: int, app: str = "fastapi") -> None:
+    """``command`` (one ``curl`` line) sent to the example service ``app`` (examples/, run in
+    this process over ASGI with its lifespan, on a fresh moto server, creating its table), and
+    what curl prints: the response's body. The command is shown wrapped before its ``-d``; the
+    response must have ``status``, or generation fails."""
+    import asyncio
+
+    argv = shlex.split(command)
+    assert argv[0] == "curl", command
+    method, headers, data, url = None, {}, None, None
+    words = iter(argv[1:])
+    for word in words:
+        if word == "-X":
+            method = next(words)
+        elif word == "-H":
+            name, _, value = next(words).partition(":")
+            headers[name.strip()] = value.strip()
+        elif word == "-d":
+            data = next(words)
+        else:
+            url = word if "://" in word else f"http://{word}"
+    assert url is not None, command
+    _sessions.pop("curl", None)  # a fresh server for each request shown: the first order
+    env = {**_session("curl").env, "AIOSEQ_CREATE_TABLE": "1", "AIOSEQ_TABLE": None}
+    saved = {name: os.environ.get(name) for name in env}
+    _set_environment(env)
+    try:
+        response = asyncio.run(
+            _asgi_request(app, method or ("POST" if data else "GET"), url, headers, data)
+        )
+    finally:
+        _set_environment(saved)
+    if response.status_code != status:
+        raise RuntimeError(f"{command}: status {response.status_code}, not {status}")
+    shown = command.replace(" -d ", " \\\n       -d ", 1) if len(command) > 90 else command
+    emit(f"$ {shown}\n{response.text}")
+
+
+async def _asgi_request(
+    app: str, method: str, url: str, headers: dict[str, str], data: str | None
+) -> Any:
+    import httpx
+    from asgi_lifespan import LifespanManager
+
+    if app != "fastapi":
+        raise ValueError(f"no ASGI example service {app!r}")
+    from examples.fastapi_app import app as asgi_app
+
+    async with LifespanManager(asgi_app) as running:  # the lifespan, as uvicorn runs it
+        transport = httpx.ASGITransport(app=running.app)
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await client.request(method, url, headers=headers, content=data)

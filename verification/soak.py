@@ -7,7 +7,7 @@ every number and every stored item checked.
         [--processes 4] [--concurrency 200] [--count 20000] [--seed 1]
         [--faults KIND=RATE,... | --fault-rate R] [--kill-at 0.5] [--cancel-rate 0.01]
         [--strategies atomic,allocator,optimistic,sort-key,transactional]
-        [--read-timeout-secs 5]
+        [--read-timeout-secs 5] [--out DIR]
 
 For each strategy, ``--processes`` worker processes (``p0``, ``p1``...) each take ``--count``
 numbers from one shared counter with ``--concurrency`` tasks (one counter object per process),
@@ -33,7 +33,10 @@ the counter item and the stored items (number -> payload) are checked against th
 guarantees by :class:`~verification.history.History`, and a row per strategy is printed
 (numbers checked, requests, faults, failed calls, duplicates, items stored twice, holes, order
 violations) with the faults injected by kind and the gaps or unacknowledged items by cause
-below it. Exit status 1 if any guarantee was broken.
+below it. Exit status 1 if any guarantee was broken. ``--out DIR`` also writes the report to
+``DIR/soak.json`` (the parameters, date, machine, versions, and each strategy's
+:class:`~verification.soak_report.Soak`), which
+:func:`~verification.soak_report.transcript` prints again line for line.
 
 Strategies run with the library's defaults (the conditional ones grouped);
 ``STRATEGY+no-group`` (or ``"STRATEGY --no-group"``) runs ``optimistic``, ``sort-key`` or
@@ -53,6 +56,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import random
 import re
@@ -63,6 +67,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from aioseq._store import DynamoStore
 from aioseq._workload import (
@@ -74,10 +79,11 @@ from aioseq._workload import (
 )
 from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
-from aioseq.testing import serving
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
+from benchmarks._report import header
+from benchmarks.row import server
 from verification.history import History, Report
-from verification.soak_report import VICTIM, VICTIM_AGAIN, _header, _rows, _summary
+from verification.soak_report import VICTIM, VICTIM_AGAIN, _rows, _summary, intro
 from verification.soak_report import Soak as Soak
 from verification.soak_report import describe_faults as describe_faults
 
@@ -178,15 +184,19 @@ async def run_soak(
             f"kill_at must be in [0, 1) and cancel_rate in [0, 1]: {kill_at, cancel_rate}"
         )
     FaultSchedule(faults)  # validates
-    killing = f"{VICTIM} killed (SIGKILL) after {kill_at:.0%} of its calls, then {VICTIM_AGAIN}"
-    out(
-        f"soak: {len(strategies)} strategies x {processes} processes x {concurrency} tasks x "
-        f"{count} numbers via a fault proxy to {endpoint_url}; "
-        + (killing if kill_at else "no process killed")
-        + f"; {cancel_rate:.1%} of calls cancelled"
-    )
-    out(f"faults (seed {seed}): {describe_faults(faults, read_timeout_secs=read_timeout_secs)}")
-    out(_header())
+    parameters = {
+        "strategies": list(strategies),
+        "processes": processes,
+        "concurrency": concurrency,
+        "count": count,
+        "faults": dict(faults),
+        "seed": seed,
+        "read_timeout_secs": read_timeout_secs,
+        "kill_at": kill_at,
+        "cancel_rate": cancel_rate,
+    }
+    for line in intro(parameters, endpoint_url):
+        out(line)
     results: list[Soak] = []
     delay_secs = read_timeout_secs + 0.5
     for i, strategy in enumerate(strategies):
@@ -450,6 +460,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=5.0,
         help="the workers' read timeout; delay faults hold 0.5 s longer (5)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="also write the report to DIR/soak.json: the run's parameters, date, machine and "
+        "versions, and each strategy's figures (verification.soak_report.transcript prints it "
+        "again)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
     parser.add_argument("--process", help=argparse.SUPPRESS)
@@ -473,29 +491,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # ConfigurationError too
         parser.error(str(exc))
 
-    def soak(endpoint_url: str) -> list[Soak]:
-        return asyncio.run(
-            run_soak(
-                endpoint_url,
-                strategies=strategies,
-                processes=args.processes,
-                concurrency=args.concurrency,
-                count=args.count,
-                faults=faults,
-                seed=args.seed,
-                read_timeout_secs=args.read_timeout_secs,
-                kill_at=args.kill_at,
-                cancel_rate=args.cancel_rate,
-                out=lambda line: print(line, flush=True),
-            )
-        )
-
+    parameters: dict[str, Any] = {
+        "strategies": strategies,
+        "processes": args.processes,
+        "concurrency": args.concurrency,
+        "count": args.count,
+        "faults": dict(faults),
+        "seed": args.seed,
+        "read_timeout_secs": args.read_timeout_secs,
+        "kill_at": args.kill_at,
+        "cancel_rate": args.cancel_rate,
+    }
+    command = "python -m verification.soak " + " ".join(sys.argv[1:] if argv is None else argv)
+    started = time.perf_counter()
     try:
-        with serving(args.server, args.endpoint_url) as endpoint_url:
-            results = soak(endpoint_url)
+        with server(args.server, args.endpoint_url) as (endpoint_url, description):
+            document = {
+                "benchmark": "soak",
+                **header(endpoint_url),
+                "server": description,
+                "command": command.strip(),
+                "parameters": parameters,
+            }
+            results = asyncio.run(
+                run_soak(endpoint_url, **parameters, out=lambda line: print(line, flush=True))
+            )
     except ValueError as exc:
         parser.error(str(exc))
-    return 0 if all(s.report.ok for s in results) else 1
+    document["results"] = [soak.to_json() for soak in results]
+    document["ok"] = all(s.report.ok for s in results)
+    document["wall_secs"] = round(time.perf_counter() - started, 1)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "soak.json").write_text(json.dumps(document, indent=2) + "\n")
+        print(f"wrote {args.out / 'soak.json'}")
+    return 0 if document["ok"] else 1
 
 
 if __name__ == "__main__":

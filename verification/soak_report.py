@@ -1,16 +1,22 @@
 """The soak's report (:mod:`verification.soak`): one :class:`Soak` per strategy, printed as a
-row with what was injected and what was lost below it, then a summary of every strategy."""
+row with what was injected and what was lost below it, then a summary of every strategy.
+
+The same report saved as JSON (``python -m verification.soak --out DIR`` writes
+``DIR/soak.json``: the run's parameters and each :class:`Soak`) prints again, line for line,
+with :func:`transcript`; the documentation renders its soak from such a file
+(``docs/performance/soak.json``, ``scripts/docs_outputs.py``)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS
 from verification.history import Report
 
-__all__ = ["VICTIM", "VICTIM_AGAIN", "Soak", "describe_faults"]
+__all__ = ["VICTIM", "VICTIM_AGAIN", "Soak", "describe_faults", "intro", "transcript"]
 
 
 #: The process killed mid-run, and the one that takes the rest of its numbers.
@@ -63,6 +69,33 @@ class Soak:
     injected: Counter[str]
     killed_after: int | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """This soak as JSON-ready values (counts by cause or kind as objects, in their
+        order); :meth:`from_json` reads it back."""
+        report = {f.name: getattr(self.report, f.name) for f in fields(self.report)}
+        return {
+            "report": {k: dict(v) if isinstance(v, Counter) else v for k, v in report.items()},
+            "wall_secs": self.wall_secs,
+            "requests": self.requests,
+            "injected": dict(self.injected),
+            "killed_after": self.killed_after,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Soak:
+        """The :class:`Soak` that :meth:`to_json` wrote."""
+        counters = {"failed", "gaps", "unacknowledged"}
+        report: dict[str, Any] = {
+            k: Counter(v) if k in counters else v for k, v in data["report"].items()
+        }
+        return cls(
+            report=Report(**report),
+            wall_secs=data["wall_secs"],
+            requests=data["requests"],
+            injected=Counter(data["injected"]),
+            killed_after=data["killed_after"],
+        )
+
 
 _COLUMNS = (
     ("strategy", 20),
@@ -77,6 +110,32 @@ _COLUMNS = (
     ("holes", 5),
     ("order", 5),
 )
+
+
+def intro(parameters: Mapping[str, Any], endpoint_url: str) -> list[str]:
+    """The report's first lines: what ran (``parameters``: :func:`~verification.soak.run_soak`'s
+    keyword arguments but ``out``), the fault schedule, and the table's header."""
+    p = parameters
+    killing = f"{VICTIM} killed (SIGKILL) after {p['kill_at']:.0%} of its calls"
+    faults = describe_faults(p["faults"], read_timeout_secs=p["read_timeout_secs"])
+    return [
+        f"soak: {len(p['strategies'])} strategies x {p['processes']} processes x "
+        f"{p['concurrency']} tasks x {p['count']} numbers via a fault proxy to {endpoint_url}; "
+        + (f"{killing}, then {VICTIM_AGAIN}" if p["kill_at"] else "no process killed")
+        + f"; {p['cancel_rate']:.1%} of calls cancelled",
+        f"faults (seed {p['seed']}): {faults}",
+        _header(),
+    ]
+
+
+def transcript(document: Mapping[str, Any], *, endpoint_url: str | None = None) -> list[str]:
+    """What the soak saved in ``document`` (``soak.json``) printed, line for line, with the
+    proxy's target shown as ``endpoint_url`` if given."""
+    results = [Soak.from_json(result) for result in document["results"]]
+    lines = intro(document["parameters"], endpoint_url or document["endpoint"])
+    for soak in results:
+        lines.extend(_rows(soak))
+    return lines + _summary(results)
 
 
 def _cells(cells: Sequence[object]) -> str:

@@ -1,6 +1,6 @@
 """Exactly once for the conditional writes of a counter item: each write leaves its token.
 
-The optimistic and gapless strategies move a counter item with a conditional write::
+The optimistic and gapless strategies move a counter item with a conditional write:
 
     SET #value = :next   IF #value = :current
 
@@ -13,7 +13,7 @@ in a gapless sequence), "mine" hands out numbers twice.
 So each write carries a fresh idempotency token (as Stripe's API keys its requests, and as
 DynamoDB's own ``ClientRequestToken`` makes a transaction idempotent) and records it on the
 counter item in the same write, in a ring of the last
-[`RECENT_WRITES`][aioseq.config.RECENT_WRITES]::
+[`RECENT_WRITES`][aioseq.config.RECENT_WRITES]:
 
     SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
     IF  #value = :current AND #writes = :w

@@ -25,7 +25,7 @@ class AtomicCounter(Strategy):
     """Numbers from one ``UpdateItem`` that adds to a counter item.
 
     The counter item ``{pk: key, sk: 0, value: N, aioseq_numbering: S}`` is created by the
-    first ``ADD``. Each call sends::
+    first ``ADD``. Each call sends:
 
         UpdateItem  UpdateExpression    ADD #value :n
                                         SET #numbering = if_not_exists(#numbering, :numbering)
@@ -257,7 +257,7 @@ class AtomicCounter(Strategy):
 
     async def give_back(self, numbers: range) -> bool:
         """Return unused numbers to the counter if nobody took any after them: the counter
-        goes back to ``numbers.start - 1`` only if it still stands at ``numbers[-1]``::
+        goes back to ``numbers.start - 1`` only if it still stands at ``numbers[-1]``:
 
             UpdateItem  SET #value = :before  IF #value = :top AND #numbering = :numbering
 

@@ -26,7 +26,7 @@ class OptimisticCounter(Strategy):
     the DynamoCounter write-up, and the ``NextId`` table of the StackOverflow answer it cites).
 
     The first call reads the counter item (``GetItem``, strongly consistent); every call then
-    sends, with ``c`` the value and ``w`` the write count last seen::
+    sends, with ``c`` the value and ``w`` the write count last seen:
 
         write="update":  UpdateItem SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
                                     IF #value = :current AND #writes = :w

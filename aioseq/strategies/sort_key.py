@@ -42,7 +42,7 @@ class SortKeyCounter(Strategy):
     """Numbers that are the sort keys of the items they number, in one item collection.
 
     The highest sort key in the collection is the last number used (AWS Database Blog,
-    "Implement auto-increment with Amazon DynamoDB", second approach)::
+    "Implement auto-increment with Amazon DynamoDB", second approach):
 
         Query    KeyConditionExpression  #pk = :partition
                  ScanIndexForward=False, Limit=1, ConsistentRead (optional)

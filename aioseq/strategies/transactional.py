@@ -48,7 +48,7 @@ class TransactionalCounter(Strategy):
 
     Bite-Sized Serverless, "Reliable Auto-Incrementing Integers in DynamoDB": read the counter
     item (on the first call; later calls start from the value they last saw, which the
-    condition checks), then one ``TransactWriteItems`` with::
+    condition checks), then one ``TransactWriteItems`` with:
 
         Update  counter item   SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
                                IF #value = :current AND #writes = :w

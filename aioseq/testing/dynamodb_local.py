@@ -9,7 +9,7 @@ module therefore refuses to start it unless the current process is in a network
 namespace whose only interface is the loopback one (``scripts/in-loopback-netns``
 creates one), so the server is reachable from nowhere else.
 
-Manual use::
+Manual use:
 
     scripts/in-loopback-netns python -m aioseq.testing.dynamodb_local --port 8000
 

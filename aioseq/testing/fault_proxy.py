@@ -49,7 +49,7 @@ the request, the server's answer and whether the client got it: aioseq's history
 (``verification.history``, in aioseq's repository, not in the wheel) uses that to account for
 every number the server handed out whose answer was lost.
 
-From a test::
+From a test:
 
     with FaultProxy(server.endpoint_url, FaultSchedule.uniform(0.05, seed=1)) as proxy:
         async with DynamoStore.open(endpoint_url=proxy.endpoint_url) as store: ...
@@ -61,7 +61,7 @@ From a test::
 
 From a shell (the first line on stdout is the endpoint; on SIGTERM or SIGINT the counts of
 injected faults are printed as one JSON line, with the throttles under ``"capacity"`` when a
-capacity model runs)::
+capacity model runs):
 
     python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --seed 1 --rate 0.05
     python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --rate 0 \

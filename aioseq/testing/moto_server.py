@@ -106,7 +106,7 @@ def _quiet_handler() -> type:
 class SerializedMotoServer(Server):
     """A moto DynamoDB server on ``host:port`` in a background thread, requests serialized.
 
-    Use as a context manager, or ``start()`` / ``stop()``::
+    Use as a context manager, or ``start()`` / ``stop()``:
 
         with SerializedMotoServer() as server:
             async with DynamoStore.open(endpoint_url=server.endpoint_url) as store: ...

@@ -14,7 +14,7 @@ modes: with ``asyncio_mode = "auto"`` any ``async def`` test can use it; in stri
 default) mark the test ``@pytest.mark.asyncio``. The moto server needs ``aioseq[server]``;
 without it the fixture fails with that instruction, not an ``ImportError`` deep inside.
 
-Example::
+For example:
 
     @pytest.mark.asyncio  # not needed with asyncio_mode = "auto"
     async def test_orders(aioseq_store):

@@ -4,6 +4,8 @@ and every stored item checked."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from verification.soak import (
@@ -14,6 +16,7 @@ from verification.soak import (
     parse_strategy,
     run_soak,
 )
+from verification.soak_report import Soak, transcript
 
 
 # The soak tool's end-to-end run, on the server it targets (make soak). On moto, a process
@@ -21,17 +24,18 @@ from verification.soak import (
 @pytest.mark.only_on("dynamodb-local")
 async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoint: str) -> None:
     lines: list[str] = []
-    results = await run_soak(
-        aioseq_endpoint,
-        processes=2,
-        concurrency=10,
-        count=60,
-        seed=5,
-        read_timeout_secs=2.0,
-        kill_at=0.5,
-        cancel_rate=0.05,
-        out=lines.append,
-    )
+    parameters = {
+        "strategies": list(DEFAULT_STRATEGIES),
+        "processes": 2,
+        "concurrency": 10,
+        "count": 60,
+        "faults": dict(DEFAULT_FAULTS),
+        "seed": 5,
+        "read_timeout_secs": 2.0,
+        "kill_at": 0.5,
+        "cancel_rate": 0.05,
+    }
+    results = await run_soak(aioseq_endpoint, **parameters, out=lines.append)  # type: ignore[arg-type]
     assert [s.report.strategy for s in results] == list(DEFAULT_STRATEGIES)
     for soak in results:
         report = soak.report
@@ -46,6 +50,18 @@ async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoi
     assert lines[1].startswith("faults (seed 5): 10.0% of requests: answers lost after")
     assert any(line.startswith("numbers checked: ") for line in lines)
     assert any(line.startswith("items stored twice: 0") for line in lines)
+    # What --out saves (soak.json) prints again line for line: the docs render it.
+    saved = json.loads(
+        json.dumps(
+            {
+                "endpoint": aioseq_endpoint,
+                "parameters": parameters,
+                "results": [soak.to_json() for soak in results],
+            }
+        )
+    )
+    assert [Soak.from_json(soak) for soak in saved["results"]] == results
+    assert transcript(saved) == lines
 
 
 def test_strategy_names() -> None:

@@ -1,0 +1,271 @@
+"""The figures docs/benchmarks.md quotes in prose from a saved report match the report.
+
+The tables are rendered from docs/performance/*.json by cog (``make docs-outputs-check``);
+the prose around them quotes figures from the same files (the contention bullets, "What the
+figures mean for choosing"; the defaults', fairness and many-keys sections' runs and their
+"why not met" bullets), so each quoted figure is computed here from its report and must
+appear in the page as written. A new report (``--out docs/performance``) fails this test
+until the prose says what it shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "benchmarks.md"
+PERFORMANCE = ROOT / "docs" / "performance"
+
+Row = dict[str, Any]
+
+
+def _span(values: Iterable[float], lo: str, hi: str | None = None) -> str:
+    """``"min-max"`` of ``values``, each with its format spec (``hi`` defaults to ``lo``)."""
+    found = sorted(values)
+    assert found, "no rows selected"
+    return f"{found[0]:{lo}}-{found[-1]:{hi or lo}}"
+
+
+def _rows(report: dict[str, Any], **where: Any) -> Callable[..., list[Row]]:
+    def select(
+        label: str | None = None, processes: int | None = None, min_tasks: int = 0
+    ) -> list[Row]:
+        return [
+            r
+            for r in report["rows"]
+            if (label is None or r["label"] == label)
+            and (processes is None or r["processes"] == processes)
+            and r["tasks"] >= min_tasks
+            and all(r[k] == v for k, v in where.items())
+        ]
+
+    return select
+
+
+def _report(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((PERFORMANCE / f"{name}.json").read_text())
+    return loaded
+
+
+def _page() -> str:
+    return re.sub(r"\s+", " ", PAGE.read_text())
+
+
+def _contention(report: dict[str, Any]) -> list[str]:
+    """Each figure the contention prose quotes, as the page writes it."""
+    rows = _rows(report)
+    peer = _rows(report, name="dynamodb-autoincrement")
+
+    def vs_atomic(selected: list[Row]) -> list[float]:
+        return [r["vs_atomic"]["numbers_per_s"] for r in selected]
+
+    allocator_1 = [r for r in rows(processes=1) if r["name"] == "allocator"]
+    hot = report["hot_path"]
+    rate = {(r["processes"], r["tasks"]): r["numbers_per_s"] for r in rows("transactional +group")}
+    peer_rate = {(r["processes"], r["tasks"]): r["numbers_per_s"] for r in peer()}
+
+    def over_peer(processes: int) -> list[float]:
+        return [rate[key] / peer_rate[key] for key in rate if key[0] == processes and key[1] >= 16]
+
+    peer_1, peer_4 = peer(processes=1, min_tasks=16), peer(processes=4)
+    competing = peer_1 + peer(processes=4, min_tasks=16)
+    conditional_4 = [
+        r for name in ("optimistic", "transactional", "sort-key") for r in rows(name, 4)
+    ]
+    return [
+        f"all {len(report['rows'])} rows passed",
+        f"{_span(vs_atomic(allocator_1), '.0f')}× the atomic counter in one process",
+        f"costs {hot['allocator_next_ns']} ns against {hot['bare_next_ns']} ns for a bare "
+        f"`async def next()` ({hot['ratio']:.1f}×)",
+        f"up to {max(r['wasted'] for r in rows('allocator b=1,000', 4)):,} numbers for blocks "
+        "of 1,000",
+        f"`optimistic +group` {_span(vs_atomic(rows('optimistic +group', 1, 16)), '.0f')}× the "
+        "atomic counter from 16 tasks on",
+        f"`sort-key +group` {_span(vs_atomic(rows('sort-key +group', 1, 16)), '.1f')}×",
+        f"`transactional +group` {_span(vs_atomic(rows('transactional +group', 1, 16)), '.1f')}×",
+        f"{_span((r['conflicts_per_number'] for r in rows('optimistic', 4)), '.2f')} failures "
+        "per number for optimistic locking",
+        f"{_span((r['conflicts_per_number'] for r in rows('transactional', 4)), '.2f')} for the "
+        "transactional strategy",
+        f"{_span((r['conflicts_per_number'] for r in rows('sort-key', 4)), '.2f')} for sort-key "
+        f"maximum ({_span((r['requests_per_number'] for r in rows('sort-key', 4)), '.1f')} "
+        "requests per number",
+        f"Ungrouped, the conditional strategies fall to {_span(vs_atomic(conditional_4), '.2f')}×",
+        f"to {_span(vs_atomic(rows('optimistic +group', 4, 16)), '.1f', '.0f')}× (optimistic), "
+        f"{_span(vs_atomic(rows('transactional +group', 4, 16)), '.1f')}× (transactional) and "
+        f"{_span(vs_atomic(rows('sort-key +group', 4, 16)), '.1f')}× (sort-key)",
+        f"{_span((r['requests_per_number'] for r in peer_1), '.1f')} requests per put in one "
+        f"process ({_span((r['conflicts_per_number'] for r in peer_1), '.1f')} cancelled "
+        f"transactions each) and {_span((r['requests_per_number'] for r in peer_4), '.0f')} in "
+        f"four ({_span((r['conflicts_per_number'] for r in peer_4), '.0f')} cancelled)",
+        f"runs at {_span(vs_atomic(competing), '.2f')}× the atomic counter",
+        f"is {_span(over_peer(1), '.0f')}× the peer from 16 tasks on in one process, "
+        f"{_span(over_peer(4), '.0f')}× in four",
+    ]
+
+
+def _fairness(report: dict[str, Any]) -> list[str]:
+    """Each figure the fairness section's prose quotes, as the page writes it."""
+    targets = {t["target"]: t for t in report["targets"]}
+
+    def target(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = targets[name]
+        return found
+
+    def rows(strategy: str, processes: int) -> list[Row]:
+        return [
+            r
+            for r in report["rows"]
+            if r.get("condition") == "direct"
+            and r["strategy"] == strategy
+            and r.get("processes") == processes
+        ]
+
+    def per_number(strategy: str, processes: int) -> list[float]:
+        return [r["requests_per_number"] for r in rows(strategy, processes)]
+
+    load_start, load_end = (
+        float(report[key].removeprefix("load average ").split(",")[0])
+        for key in ("load_at_start", "load_at_end")
+    )
+    aggregate = sorted(
+        float(x) for x in target("transactional: aggregate, 4 processes vs 1")["rounds"]
+    )
+    p99 = sorted(
+        float(x) for x in target("transactional: p99, 4 processes (pooled) vs 1")["rounds"]
+    )
+    optimistic_p99 = re.search(
+        r"vs (\d+) ms", target("optimistic: p99, 4 processes (pooled) vs 1")["detail"]
+    )
+    assert optimistic_p99 is not None
+    sort_key_puts = sorted(
+        int(n.replace(",", ""))
+        for n in re.findall(
+            r"[\d,]+",
+            target("sort-key: capacity model, least process / fair share")["detail"].split(";")[0],
+        )
+    )
+    transactional_1 = sorted(r["numbers_per_s"] for r in rows("transactional", 1))
+    raw = target("grouped transactional put(), 128 tasks, vs raw 99-item loop")["measured"]
+    return [
+        f"Measured {report['date'][:16]} UTC on DynamoDB Local",
+        f"load average {load_start:.1f} at the start and {load_end:.1f} at the end",
+        f"rows ran at {transactional_1[0]:,.0f} to {transactional_1[-1]:,.0f}" + " puts/s",
+        f"({optimistic_p99.group(1)} ms p99)",
+        f"measured {target('optimistic: aggregate, 4 processes vs 1')['measured']}×, "
+        f"{statistics.median(per_number('optimistic', 4)):.2f} requests per number against "
+        f"{statistics.median(per_number('optimistic', 1)):.3f}",
+        f"{_span(per_number('transactional', 4), '.2f')} requests per put against "
+        f"{statistics.median(per_number('transactional', 1)):.3f}",
+        f"the rounds range from {aggregate[0]}× to {aggregate[-1]}×, "
+        f"p99 {p99[0]}× to {p99[-1]:.1f}×",
+        f"one process made {sort_key_puts[0]:,} puts against {sort_key_puts[-1]:,}",
+        f"Grouped puts vs the raw 99-item loop, {raw}×",
+        f"to {raw}×. The rest is the client's CPU per put",
+    ]
+
+
+def _many_keys(report: dict[str, Any]) -> list[str]:
+    """Each figure the many-keys section's prose quotes about docs/performance/many_keys.json."""
+    figure = {t["name"]: t["figure"] for t in report["targets"]}
+    keys = report["many_keys"]
+
+    def loads(values: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in values)
+
+    return [
+        f"Measured {report['date'][:16]} UTC on DynamoDB Local",
+        f"load average {loads(report['machine']['load_average'])} at the start and "
+        f"{loads(report['load_average_at_end'])} at the end",
+        f"**Per-request allocator calls, {figure['allocator next(): per request / held']:.2f}×.**",
+        f"show {figure['transactional put(): per request / held']:.2f}×",
+        f"**Memory after the drops, "
+        f"{figure['Python memory after the idle drops, over the start']:.1f} MB.**",
+        f"only {keys['requests']['UpdateItem'] - keys['keys']:,} of {keys['keys']:,} give-backs "
+        f"happened during the {keys['wall_secs']:.0f} s of traffic "
+        f"({keys['requests']['UpdateItem']:,} `UpdateItem`s in all) and "
+        f"{keys['peak_live_keys']:,} keys were live at the peak",
+    ]
+
+
+def _defaults(report: dict[str, Any]) -> list[str]:
+    """Each figure the "why not met" bullets of the defaults' run quote."""
+    targets = {t["name"]: t for t in report["targets"]}
+    gapless = targets["one gapless counter with defaults: 4 processes vs 1, 128 tasks"]["why"]
+    atomic = [
+        targets[f"atomic next() vs raw update_item, {n}"]
+        for n in ("1 task", "16 tasks", "128 tasks")
+    ]
+    whys = [t["why"] for t in atomic[1:]]
+
+    def first(pattern: str, text: str) -> str:
+        found = re.search(pattern, text)
+        assert found is not None, (pattern, text)
+        return found.group(1).replace(",", "")
+
+    def span(pattern: str, fmt: str) -> str:
+        return _span((float(first(pattern, why)) for why in whys), fmt)
+
+    four, rest = gapless.split("1 process:")
+    one = rest.split("Diagnostic")[0]
+    per_commit = [float(first(r"([\d.]+) puts per committed", part)) for part in (four, one)]
+    first_round = first(r"puts per process ([\d,/]+)", four).split("/")
+    p99_secs = float(first(r"p99 ([\d,]+) ms", four)) / 1000
+    races = first(r"([\d.]+) lost races per transaction", four)
+    client, server = (first(who + r" ([\d.]+)", four) for who in ("client", "server"))
+    diagnostic = first(r"\(([\d.]+)× one process\)", gapless)
+    cores = span(r"cores busy: client ([\d.]+)", ".2f")
+    more_cpu = span(r"spends ([\d,]+) µs more", ".0f")
+    young = span(r"GC [\d,]+ µs per number \(([\d,]+) young", ".0f")
+    raw_young = span(r"raw rows. GC [\d,]+ µs per number \(([\d,]+) young", ".0f")
+    ceiling = min(float(first(r"a ceiling of ([\d.]+)×", why)) for why in whys)
+    return [
+        f"({per_commit[0]:.0f} puts per committed transaction instead of {per_commit[1]:.0f})",
+        f"({races} lost races per transaction)",
+        f"({int(first_round[0]):,} puts against {first_round[1]} each for the others)",
+        f"grows to {p99_secs:.1f} s",
+        f"(client {client}, server {server} of 2 cores)",
+        f"did worse, {diagnostic}×",
+        " / ".join(f"{t['figure']:.2f}×" for t in atomic) + " at 1 / 16 / 128 tasks",
+        f"({cores} cores)",
+        f"aioseq spends {more_cpu} µs more CPU per number",
+        f"({young} young collections per 1,000 numbers against {raw_young})",
+        f"`next()` adds {report['added_cost']['added_us']:.0f} µs a call",
+        f"caps the ratio near {ceiling:.2f}×",
+    ]
+
+
+CLAIMS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "contention": _contention,
+    "defaults": _defaults,
+    "fairness": _fairness,
+    "many_keys": _many_keys,
+}
+
+
+@pytest.mark.parametrize("name", CLAIMS)
+def test_the_prose_quotes_its_report(name: str) -> None:
+    page = _page()
+    missing = [claim for claim in CLAIMS[name](_report(name)) if claim not in page]
+    assert not missing, f"docs/benchmarks.md no longer matches {name}.json: {missing}"
+
+
+def test_every_contention_row_passed() -> None:
+    assert all(r["ok"] for r in _report("contention")["rows"])  # "all 100 rows passed"
+
+
+def test_a_changed_report_fails_the_check() -> None:
+    report = _report("contention")
+    for row in report["rows"]:
+        if row["label"] == "sort-key +group" and row["processes"] == 1 and row["tasks"] >= 16:
+            row["vs_atomic"]["numbers_per_s"] *= 2
+    assert [claim for claim in _contention(report) if claim not in _page()] == [
+        f"`sort-key +group` {_span((4.948, 9.69), '.1f')}×"
+    ]
