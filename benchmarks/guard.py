@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiobotocore.config import AioConfig
@@ -316,6 +317,35 @@ async def measure(
     return {"requests": requests, "allocator": allocator}
 
 
+def guard_table(found: dict[str, Any]) -> str:
+    """The guarded figures of a saved run (``--out``) as a markdown table, with what each
+    measured: the rows docs/benchmarks.md shows."""
+    requests, allocator = found["requests"], found["allocator"]
+    atomic, seed = requests["atomic next()"], requests["seed"]
+    detail = {
+        "allocator": f"{allocator['allocator_next_ns']} vs {allocator['bare_next_ns']} ns;"
+        f" rounds {allocator['ratio_range'][0]:.2f}-{allocator['ratio_range'][1]:.2f}",
+        "atomic": f"{atomic['cpu_us_per_call']:.0f} vs {seed['cpu_us_per_call']:.0f} us of CPU;"
+        f" rounds {atomic['speed_vs_seed_range'][0]:.2f}-{atomic['speed_vs_seed_range'][1]:.2f}",
+        "atomic_calls": f"{atomic['function_calls']:,.0f} vs"
+        f" {requests[ON_STORE_CLIENT]['function_calls']:,.0f}",
+    }
+    sense = {True: ">=", False: "<="}
+    lines = [
+        "| figure | measured | goal | met | guard (the run fails past it) | detail |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, verdict in found["guards"].items():
+        better = GUARDS[key].higher_is_better
+        unit = GUARDS[key].unit or "x"
+        lines.append(
+            f"| {verdict['name']} | {verdict['figure']:g}{unit} |"
+            f" {sense[better]} {verdict['goal']:g}{unit} | {'yes' if verdict['met'] else 'no'} |"
+            f" {sense[better]} {verdict['guard']:g}{unit} | {detail[key]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _figures(found: dict[str, Any]) -> dict[str, float]:
     requests = found["requests"]
     return {
@@ -341,6 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--parts", action="store_true", help="also the raw request with each part aioseq adds"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--out", type=Path, help="also write the figures to OUT/guard.json (docs/performance)"
+    )
     args = parser.parse_args(argv)
     load_before = machine()["load_average"]
     started = time.perf_counter()
@@ -370,6 +403,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "passes": guard.passes(figure),
         }
     found["guards"] = verdicts
+    found["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    found["machine"] = machine()
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "guard.json").write_text(json.dumps(found, indent=2) + "\n")
     if args.json:
         print(json.dumps(found, indent=2))
     else:

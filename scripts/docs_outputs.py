@@ -319,6 +319,19 @@ def fairness_targets() -> None:
     emit(fairness.targets_table(_report("fairness")), lang=None)
 
 
+def guard_table() -> None:
+    """The hot path's guarded figures, from docs/performance/guard.json."""
+    from benchmarks import guard
+
+    report = _report("guard")
+    load = ", ".join(f"{x:g}" for x in report["load_average"][0])
+    emit(
+        f"`{report['command']}`, {report['date']}, {report['where']}; load average {load} at"
+        f" the start, {report['wall_secs']:.0f} s.\n\n{guard.guard_table(report)}",
+        lang=None,
+    )
+
+
 # -- the soak, rendered from its saved report ---------------------------------------------------
 
 
