@@ -43,7 +43,7 @@ class CounterItem:
         # False until the first read and after a failure that returned nothing.
         self._seen: dict[str, Any] | None = None
         self._known = False
-        #: This writer's side of the counter's turn (fairness across processes).
+        #: This writer's side of the counter's queue of writers (fairness across processes).
         self.turn = Turn(store, key)
 
     @property

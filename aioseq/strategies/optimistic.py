@@ -182,9 +182,9 @@ class OptimisticCounter(Strategy):
 
     def _verdict(self, exc: Exception) -> Verdict:
         """A write is retried after a backoff on a transient error; one that lost the race is
-        retried at once, or yields to the writer holding the counter's turn
-        (`CounterItem.lost_race()`);
-        a writer that yields retries after a pause of about one round trip."""
+        retried at once, or waits for the writers ahead of it in the counter's queue
+        (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about a round trip per
+        writer ahead."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD
         if is_transient(exc):

@@ -415,9 +415,9 @@ class TransactionalCounter(Strategy):
     def _verdict(self, exc: Exception) -> Verdict:
         """A transaction is retried after a backoff on a transient error or when it was
         canceled for transient reasons only; one that lost the race on the counter (the action
-        at index 0) is retried at once, or yields to the writer holding the counter's turn
-        (`CounterItem.lost_race()`);
-        a writer that yields retries after a pause of about one round trip."""
+        at index 0) is retried at once, or waits for the writers ahead of it in the counter's
+        queue (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about a round trip
+        per writer ahead."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD
         if is_transient(exc):
