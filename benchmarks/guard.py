@@ -346,6 +346,72 @@ def guard_table(found: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: What each part of aioseq's atomic request adds to the seed's, and what it buys (the docs'
+#: table; :data:`~benchmarks.variants.REQUEST_PARTS` says the same in prose).
+PART_TEXT = {
+    "limit": (
+        "`ConditionExpression` `attribute_not_exists(#pk) OR (attribute_type(#value,"
+        " :number_type) AND #value BETWEEN :zero AND :limit)`: 1 name, 3 values",
+        "a counter item with no value, a non-number, a negative one, or one that would pass"
+        " `max_value` is refused with nothing written",
+    ),
+    "numbering": (
+        "`SET #numbering = if_not_exists(...)` and `attribute_not_exists(#numbering) OR"
+        " #numbering = :numbering`: 1 name, 1 value",
+        "the counter item records its numbering with its first `ADD`; a writer with another"
+        " stride, offset or `max_value` gets `NumberingMismatch`, nothing written",
+    ),
+    "all_old": (
+        "`ReturnValues=ALL_OLD` for `UPDATED_NEW`: the whole item before (key, value,"
+        " numbering) comes back",
+        "whether this `ADD` recorded the numbering, so a fraction's put-back removes it again"
+        " (`UPDATED_OLD` leaves out an `if_not_exists` that kept its value)",
+    ),
+    "on_failure": (
+        "`ReturnValuesOnConditionCheckFailure=ALL_OLD`",
+        "a refused `ADD` says why (the item) with no second read; nothing on success",
+    ),
+}
+
+
+def parts_table(found: dict[str, Any]) -> str:
+    """What each part of the atomic counter's request costs, from a saved ``--parts`` run:
+    Python calls (exact) and the client CPU they stand for (the count times the seed's CPU
+    per call), then what botocore's per-call parameter check and aioseq's own code add."""
+    requests = found["requests"]
+    seed = requests["seed"]
+    calls, cpu = seed["function_calls"], seed["cpu_us_per_call"]
+
+    def added(n: float) -> str:
+        return f"{n:+,.0f} ({n / calls:+.1%})"
+
+    def us(n: float) -> str:
+        return f"~{n * cpu / calls:+.0f} µs"
+
+    lines = [
+        "| part | what it adds | what it buys | Python calls | client CPU |",
+        "|---|---|---|---|---|",
+        f"| the seed's request | `ADD #value :n`, `UPDATED_NEW` | unique numbers |"
+        f" {calls:,.0f} | {cpu:.0f} µs (this run) |",
+    ]
+    for part, (adds, buys) in PART_TEXT.items():
+        n = requests[f"seed + {part}"]["function_calls"] - calls
+        lines.append(f"| `{part}` | {adds} | {buys} | {added(n)} | {us(n)} |")
+    check = requests[EVERY_PART]["function_calls"] - requests[ON_STORE_CLIENT]["function_calls"]
+    own = requests["atomic next()"]["function_calls"] - requests[ON_STORE_CLIENT]["function_calls"]
+    lines += [
+        f"| botocore's parameter check, per call | the request checked against the service model"
+        f" on every call | nothing aioseq does not check once, when it builds the request |"
+        f" {added(check)} | {us(check)} |",
+        f"| aioseq's Python | the object, the retry engine's first attempt, the transport |"
+        f" every guarantee above, bounded retries, typed errors | {added(own)} | {us(own)} |",
+        f"| aioseq's `next()` in all, without botocore's per-call check | | |"
+        f" {added(requests['atomic next()']['function_calls'] - calls)} |"
+        f" {requests['atomic next()']['cpu_us_per_call'] - cpu:+.0f} µs (measured) |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _figures(found: dict[str, Any]) -> dict[str, float]:
     requests = found["requests"]
     return {

@@ -332,6 +332,26 @@ def guard_table() -> None:
     )
 
 
+def parts_table() -> None:
+    """What each part of the atomic counter's request costs, from the guard's saved run."""
+    from benchmarks import guard
+
+    emit(guard.parts_table(_report("guard")), lang=None)
+
+
+def hot_path_table() -> None:
+    """What each piece of the allocator's fast path costs, from docs/performance/hot_path.json."""
+    from benchmarks import hot_path
+
+    report = _report("hot_path")
+    load = ", ".join(f"{x:g}" for x in report["load_average"])
+    emit(
+        f"`{report['command']} --out docs/performance`, {report['date']}, load average {load}:"
+        f"\n\n{hot_path.table(report)}",
+        lang=None,
+    )
+
+
 # -- the soak, rendered from its saved report ---------------------------------------------------
 
 

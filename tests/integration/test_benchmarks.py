@@ -426,10 +426,14 @@ async def test_the_guard_measures_every_row_against_a_server(aioseq_endpoint: st
         "seed",
         "atomic next()",
         *(f"seed + {part}" for part in REQUEST_PARTS),
-        "seed + every part (aioseq's request)",
+        guard.EVERY_PART,
+        guard.ON_STORE_CLIENT,
     }
     assert found["requests"]["seed"]["speed_vs_seed"] == 1.0
     assert found["allocator"]["ratio"] > 0
+    table = guard.parts_table(found)  # every part priced, exact counts from the rows
+    assert all(f"| `{part}` |" in table for part in REQUEST_PARTS)
+    assert "| botocore's parameter check, per call |" in table
 
 
 # --- the fairness benchmark (python -m benchmarks.fairness) ----------------------------------
