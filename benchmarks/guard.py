@@ -90,14 +90,15 @@ class Guard:
 
 #: The guarded figures, by the key :func:`measure` reports them under, for a run with no
 #: server. Measured 2026-11-23 on 2 shared cores at load 12-24 (docs/benchmarks.md): the
-#: allocator's ratio 1.84-2.00 over 8 runs (2.57-2.71 before its fast path); atomic next()'s
+#: allocator's ratio 1.84-2.00 over 8 runs, 2.15 in a fresh-clone CI run right after the
+#: suite (2.57-2.71 before its fast path: the limit, 2.4, stays below them); atomic next()'s
 #: speed 0.845-0.927 over 9 runs while botocore checked its parameters on every call, and
 #: 0.981-0.989 over 5 runs at load 1.4-3.6 since aioseq checks its template once (the raw
 #: request on a user's default client); 11 Python calls beyond the same request on aioseq's
 #: client (19 before the request templates). Each timing limit is the worst run widened by
 #: the spread between runs (0.08 for atomic); the count is exact.
 GUARDS = {
-    "allocator": Guard("allocator next() / bare async def (cost)", 1.3, 2.2, False),
+    "allocator": Guard("allocator next() / bare async def (cost)", 1.3, 2.4, False),
     "atomic": Guard("atomic next() / seed's raw request (speed), 1 task", 0.95, 0.88, True),
     # A count: the Python function calls next() makes beyond the raw request it sends (aioseq's
     # own frames). No noise: the limit is today's count and a little room.
