@@ -11,9 +11,9 @@ from typing import Any
 from aioseq._protocols import Store
 from aioseq._retry import Verdict
 from aioseq._values import Numbering, number
-from aioseq.errors import CounterValueInvalid, NumberingMismatch, NumberOutOfRange
+from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
-from aioseq.strategies._turn import Turn
+from aioseq.strategies._turn import Turn, TurnHeld
 
 __all__ = ["CounterItem"]
 
@@ -83,7 +83,19 @@ class CounterItem:
             CounterValueInvalid: the counter item's value is not a whole number.
             TurnHeld: writers ahead of this one have not written yet: wait, then call again.
         """
-        return await self.turn.ready(await self.last_seen(), size, self._saw_state)
+        state = await self.last_seen()
+        try:
+            ready = await self.turn.ready(state, size, self._saw_state)
+        except AioseqError as exc:
+            if exc.maybe_applied:  # an enqueue whose answer was lost: read what it did
+                self._known = False
+            raise
+        if self.turn.predicting and ready.value + size > self.max_value:
+            # A prediction that would pass max_value may be wrong (a writer ahead may take
+            # fewer numbers than it queued for): wait, read the item, write from it.
+            self._known = False
+            raise TurnHeld(self.key, len(state.turns))
+        return ready
 
     def limit(self) -> int | None:
         """The most numbers the next write may take (the size it queued with), or ``None``."""

@@ -118,6 +118,7 @@ class Turn:
         "_round_trip",
         "_waits",
         "key",
+        "predicting",
         "store",
     )
 
@@ -131,6 +132,8 @@ class Turn:
         self._head_since: tuple[str, float] | None = None  # another's entry at the head, since
         self._round_trip = FIRST_ROUND_TRIP_SECS  # moving average of this writer's writes
         self._waits = 0  # pauses while one entry stayed at the head
+        #: Whether the last `ready()` returned a prediction (not the counter item as seen).
+        self.predicting = False
 
     @property
     def entry(self) -> str | None:
@@ -203,6 +206,7 @@ class Turn:
         Raises:
             TurnHeld: writers ahead of this one have not written yet (the engine waits).
         """
+        self.predicting = False
         for _ in range(4):  # a stale head removed, this writer enqueued: at most 3 rounds
             turns = state.turns
             if not state.exists:  # a new counter: its first write creates it, no queue
@@ -225,6 +229,7 @@ class Turn:
             if self._paused:
                 self._paused = False
                 self._waits += 1  # (back to 0 when the head changes)
+                self.predicting = True
                 return predicted(state, turns[:position])
             self._position, self._paused = position, True
             raise TurnHeld(self.key, position)
@@ -233,6 +238,10 @@ class Turn:
     async def _enqueue(self, size: int) -> Item:
         token = entry(new_token(), size)
         table = self.store.table
+        # Its own before the answer: an enqueue whose answer was lost is recognised on the
+        # counter item's next read (`CounterItem.ready()` forgets the item it saw) instead
+        # of being left as another's entry, which would hold everyone until found stale.
+        self._mine = token
         try:
             response = await self.store.call(
                 "update_item",
@@ -245,9 +254,12 @@ class Turn:
                 ReturnValues="ALL_NEW",
             )
         except ConditionFailed:  # the counter item is gone: the next write creates it
-            self._contended = False
+            self._mine, self._contended = None, False
             return {}
-        self._mine = token
+        except BaseException as exc:
+            if not (isinstance(exc, AioseqError) and exc.maybe_applied):
+                self._mine = None  # not applied: nothing of it is on the counter item
+            raise
         attributes: Item = response.get("Attributes") or {}
         turns = attributes.get(TURN_ATTRIBUTE, {}).get("L") or []
         # Alone at the head: the next write after this one tries without the queue.

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from checks import assert_exactly
 
-from aioseq import DynamoStore, Observer, OptimisticCounter, TransactionalCounter
+from aioseq import ConnectionFailed, DynamoStore, Observer, OptimisticCounter, TransactionalCounter
 from aioseq._workload import stored_numbers
 from aioseq.config import TURN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.observe import RequestEvent
@@ -132,7 +132,8 @@ async def test_a_writer_behind_another_writes_from_the_predicted_value(
         DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c"
     )
     assert await behind.put(invoice) == 4  # after the 2 numbers of the writer ahead
-    assert observer.ahead is not None and observer.ahead.done()
+    assert observer.ahead is not None
+    await observer.ahead  # (applied before the write behind it; its answer may still be due)
     assert observer.requests["GetItem"] == 1  # its first read only: then it predicted
     assert behind.statistics().retries["TurnHeld"] == 1  # it waited its turn once
     item = (
@@ -144,3 +145,60 @@ async def test_a_writer_behind_another_writes_from_the_predicted_value(
         )
     )["Item"]
     assert item[TURN_ATTRIBUTE] == {"L": []}
+
+
+async def queue_ahead(store: DynamoStore, *entries: str) -> None:
+    """Other writers (in other processes) queued on counter ``c``, ``entries`` first."""
+    await store.call(
+        "update_item",
+        TableName=store.table.name,
+        Key=store.counter_item_key("c"),
+        UpdateExpression="SET #turn = :queue",
+        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
+        ExpressionAttributeValues={":queue": {"L": [{"S": e} for e in entries]}},
+    )
+
+
+async def test_an_enqueue_whose_answer_was_lost_is_not_left_behind(
+    aioseq_store: DynamoStore,
+) -> None:
+    """The enqueue is applied, its answer lost: the writer finds its entry on its next read
+    rather than enqueueing again behind it (an orphan entry would hold every writer until it
+    was found stale)."""
+    assert await TransactionalCounter(aioseq_store, "c").put(invoice) == 1
+    await queue_ahead(aioseq_store, "vanished:1")  # a writer that queued, then crashed
+    lossy = DynamoStore(aioseq_store.client, aioseq_store.table)
+    sent = Counter[str]()
+
+    async def call(operation: str, **params: Any) -> dict[str, Any]:
+        response = await aioseq_store.call(operation, **params)
+        sent[operation] += 1
+        if "list_append" in params.get("UpdateExpression", "") and sent["enqueue"] == 0:
+            sent["enqueue"] += 1
+            raise ConnectionFailed("the answer was lost")  # after the server applied it
+        return response
+
+    lossy.call = call  # type: ignore[method-assign]
+    assert await TransactionalCounter(lossy, "c").put(invoice) == 2
+    # One enqueue, one removal of the vanished writer's entry: no second entry of its own.
+    assert sent["update_item"] == 2, sent
+    item = (
+        await aioseq_store.call(
+            "get_item",
+            TableName=aioseq_store.table.name,
+            Key=aioseq_store.counter_item_key("c"),
+            ConsistentRead=True,
+        )
+    )["Item"]
+    assert item[TURN_ATTRIBUTE] == {"L": []}
+
+
+async def test_a_prediction_past_max_value_waits_for_the_item_itself(
+    aioseq_store: DynamoStore,
+) -> None:
+    """Ahead of it, a writer queued for 5 numbers would take the counter past max_value 3; it
+    vanishes without writing. The writer behind does not refuse its put on the prediction:
+    it reads the item once the entry ahead is gone and takes number 2."""
+    assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 1
+    await queue_ahead(aioseq_store, "vanished:5")
+    assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 2
