@@ -47,13 +47,13 @@ class Store(Protocol):
 
     #: `call()` with the parameters as one dict that it leaves unchanged, so a strategy
     #: may send a request it built once (the transport's own method: no frame in between).
-    send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+    _send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
     def counter_item_key(self, key: str) -> Item:
         """The primary key of counter ``key``'s counter item."""
 
     def _check_request(self, operation: str, params: dict[str, Any]) -> None:
-        """Check a request built once, before `send` sends it unchecked, many times."""
+        """Check a request built once, before `_send` sends it unchecked, many times."""
 
     def _adopt(self, thing: Closeable) -> None:
         """Remember ``thing`` to close it with the store."""

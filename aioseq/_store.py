@@ -189,7 +189,7 @@ class DynamoStore:
         self.transport = transport
         #: `call()` with the parameters as one dict, left unchanged (the transport's), and not
         #: checked: for requests aioseq built and checked once (`Transport.validate()`).
-        self.send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] = transport.send
+        self._send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] = transport.send
         self.client = transport.client
         self.table = table
         self.observer = transport.observer
@@ -242,7 +242,12 @@ class DynamoStore:
         to ``us-east-1`` and the credentials to a dummy pair, which local servers accept.
 
         botocore's own retries are switched off (``total_max_attempts=1``): ``retry_policy`` is
-        the only retry policy that runs.
+        the only retry policy that runs. So is botocore's check of every request's parameters
+        (``parameter_validation=False``): aioseq checks its requests once, when it builds them,
+        and [`call()`][aioseq.DynamoStore.call] / [`request()`][aioseq.DynamoStore.request]
+        check what their caller passes with botocore's own validator; a request sent on
+        ``store.client`` directly is not checked before it goes (the server still refuses a bad
+        one, as ``ValidationException``).
 
         Parameters:
             table: the table's name or [`TableSpec`][aioseq.TableSpec].
@@ -440,7 +445,7 @@ class DynamoStore:
         return await self.retry.run(lambda: self.transport.send(operation, params))
 
     def _check_request(self, operation: str, params: dict[str, Any]) -> None:
-        """Check a request aioseq built once, as `call()` does, before `send` sends it
+        """Check a request aioseq built once, as `call()` does, before `_send` sends it
         unchecked many times (botocore's validator; a no-op on a client that checks every
         request itself).
 

@@ -138,6 +138,9 @@ class Strategy:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
         self._turns = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
+        # then may this object queue on its counter item (one place per writer).
+        self._item.turn.enabled = max_in_flight == 1
         self._group: Coalescer[Any, Any] | None = None  # the group-commit coalescer, if grouped
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})")
         self._closed = False
@@ -215,6 +218,7 @@ class Strategy:
         self._closed = True
         if self._group is not None:
             await self._group.close()
+        await self._item.leave()  # a place in the counter's queue nobody will use
 
     def _grouper(
         self,
@@ -240,6 +244,7 @@ class Strategy:
             )
         if grouping is None:
             return None
+        self._item.turn.enabled = True  # one flush, so one write, at a time
         return Coalescer(
             flush,
             max_batch=grouping.max_size or largest,

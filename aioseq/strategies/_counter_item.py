@@ -73,11 +73,14 @@ class CounterItem:
             self.saw(await self.read())
         return CounterState.of(self._seen, key=self.key, table=self.store.table)
 
-    async def ready(self, size: int) -> CounterState:
+    async def ready(self, size: int, *, predict: bool = True) -> CounterState:
         """The counter item to build the next conditional write of ``size`` numbers from: as
         last seen (read when unknown), or as this writer's place in the counter's queue
         predicts it (see `aioseq.strategies._turn`; the queue is joined first when this
-        writer lost a race). The write may take at most `limit()` numbers.
+        writer lost a race). The write may take at most `limit()` numbers. ``predict=False``:
+        never a prediction (a ``PutItem`` writes the whole item, ring of recent writes
+        included, which only the item itself holds): a writer further back reads the item
+        after its pause instead.
 
         Raises:
             CounterValueInvalid: the counter item's value is not a whole number.
@@ -90,12 +93,26 @@ class CounterItem:
             if exc.maybe_applied:  # an enqueue whose answer was lost: read what it did
                 self._known = False
             raise
-        if self.turn.predicting and ready.value + size > self.max_value:
+        if self.turn.predicting and (not predict or ready.value + size > self.max_value):
             # A prediction that would pass max_value may be wrong (a writer ahead may take
             # fewer numbers than it queued for): wait, read the item, write from it.
             self._known = False
             raise TurnHeld(self.key, len(state.turns))
         return ready
+
+    async def leave(self) -> None:
+        """Take this writer's entry, if any, out of the counter's queue (nobody is left for it
+        to write for): see `Turn.leave()`. At most two ``UpdateItem``s; no error raised."""
+        if self.turn.entry is None:
+            return
+        state = CounterState() if not self._known else self._state()
+        await self.turn.leave(state)
+
+    def _state(self) -> CounterState:
+        try:
+            return CounterState.of(self._seen, key=self.key, table=self.store.table)
+        except CounterValueInvalid:
+            return CounterState()
 
     def limit(self) -> int | None:
         """The most numbers the next write may take (the size it queued with), or ``None``."""
@@ -150,4 +167,5 @@ class CounterItem:
         text = self.numbering.encode()
         if before.numbering is not None and before.numbering != text:
             raise NumberingMismatch(self.key, Numbering.decode(before.numbering), self.numbering)
-        return CounterWrite(before, self.check_number(before.value + n), new_token(), text)
+        new = self.check_number(before.value + n)
+        return CounterWrite(before, new, new_token(), text, queued=self.turn.enabled)

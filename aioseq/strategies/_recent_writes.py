@@ -133,6 +133,10 @@ class CounterWrite:
     new: int
     token: str
     numbering: str | None = None
+    #: Whether the write keeps its place in the counter's queue (`aioseq.strategies._turn`):
+    #: it requires the queue empty or headed by its entry, and removes that entry. ``False``
+    #: for a writer that does not queue: it leaves the queue alone.
+    queued: bool = True
 
     @property
     def numbers(self) -> range:
@@ -156,7 +160,8 @@ class CounterWrite:
         ``before`` was seen fails it too, and its queue of writers (see
         `aioseq.strategies._turn`): empty (``attribute_not_exists(#turn[0])``), or headed by
         the entry ``before`` has first, which the write then removes; ``whole_queue``: the
-        queue exactly as ``before`` (a ``PutItem`` replaces it whole)."""
+        queue exactly as ``before`` (a ``PutItem`` replaces it whole); none for a write that
+        is not `queued`."""
         before = self.before
         if not before.exists:
             return {
@@ -178,15 +183,16 @@ class CounterWrite:
             else:
                 condition += " AND #numbering = :numbering_before"
                 values[":numbering_before"] = {"S": before.numbering}
-        names["#turn"] = TURN_ATTRIBUTE
-        if not before.turns:
-            condition += " AND attribute_not_exists(#turn[0])"
-        elif whole_queue:
-            condition += " AND #turn = :turns"
-            values[":turns"] = {"L": [{"S": e} for e in before.turns]}
-        else:
-            condition += " AND #turn[0] = :turn"
-            values[":turn"] = {"S": before.turns[0]}
+        if whole_queue or self.queued:  # (a writer that does not queue leaves it alone)
+            names["#turn"] = TURN_ATTRIBUTE
+            if not before.turns:
+                condition += " AND attribute_not_exists(#turn[0])"
+            elif whole_queue:
+                condition += " AND #turn = :turns"
+                values[":turns"] = {"L": [{"S": e} for e in before.turns]}
+            else:
+                condition += " AND #turn[0] = :turn"
+                values[":turn"] = {"S": before.turns[0]}
         return {
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -215,7 +221,7 @@ class CounterWrite:
             values[":numbering"] = {"S": self.numbering}
             ring += ", #numbering = :numbering"
         update = f"SET #value = :next, #writes = :writes_after, {ring}"
-        if self.before.turns:
+        if self.before.turns and self.queued:
             update += " REMOVE #turn[0]"  # the entry this write waited with is used
         request["UpdateExpression"] = update
         return request
@@ -232,8 +238,9 @@ class CounterWrite:
         numbering = self.numbering if self.numbering is not None else self.before.numbering
         if numbering is not None:
             item[NUMBERING_ATTRIBUTE] = {"S": numbering}
-        if self.before.turns[1:]:
-            item[TURN_ATTRIBUTE] = {"L": [{"S": e} for e in self.before.turns[1:]]}
+        remaining = self.before.turns[1:] if self.queued else self.before.turns
+        if remaining:
+            item[TURN_ATTRIBUTE] = {"L": [{"S": e} for e in remaining]}
         return item
 
     def applied_in(

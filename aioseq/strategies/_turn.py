@@ -43,6 +43,7 @@ value and ``aioseq_writes``, so uniqueness, gaplessness and exactly once do not 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -51,16 +52,21 @@ from aioseq._protocols import Store
 from aioseq._retry import Verdict
 from aioseq._values import TURN_ATTRIBUTE, Item
 from aioseq.config import RECENT_WRITES
-from aioseq.errors import AioseqError, ConditionFailed
+from aioseq.errors import AioseqError, ConditionFailed, StoreError
 from aioseq.strategies._recent_writes import CounterState, new_token
 
 __all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_size"]
+
+log = logging.getLogger("aioseq")
 
 #: The least time an entry may stay at the head before another writer removes it, in seconds.
 TURN_TIMEOUT_SECS = 0.5
 
 #: Round trips an entry may stay at the head before another writer removes it.
 TURN_TIMEOUT_ROUND_TRIPS = 20
+
+#: Pauses behind one head after which a writer waits until that head is stale.
+LINGERING_WAITS = 4
 
 #: The first guess of a write's round trip, before one was measured (seconds).
 FIRST_ROUND_TRIP_SECS = 0.01
@@ -117,6 +123,7 @@ class Turn:
         "_position",
         "_round_trip",
         "_waits",
+        "enabled",
         "key",
         "predicting",
         "store",
@@ -134,6 +141,10 @@ class Turn:
         self._waits = 0  # pauses while one entry stayed at the head
         #: Whether the last `ready()` returned a prediction (not the counter item as seen).
         self.predicting = False
+        #: Whether this writer queues: only while at most one of its writes is on its way at
+        #: a time (one `Turn` per writer; an object whose commits run concurrently, ungrouped
+        #: with ``max_in_flight`` other than 1, writes past the queue and backs off instead).
+        self.enabled = True
 
     @property
     def entry(self) -> str | None:
@@ -149,11 +160,17 @@ class Turn:
         """How long a writer waits for the entries ahead of its own: one of its round trips
         per entry but the head's, which is already writing (at least a quarter of a round
         trip: a write sent a little early fails and costs a request, one sent late leaves the
-        counter idle); doubled for every pause past the fourth during which one entry stayed
-        at the head (its writer may be gone: a dozen writes, not a hundred, until it is found
-        stale)."""
-        rounds: float = max(self._position - 1, 0.25) * 2 ** min(max(self._waits - 4, 0), 6)
-        return rounds * self._round_trip
+        counter idle). After four pauses during which one entry stayed at the head (its
+        writer may be gone), the rest of the time until that entry is stale, in one pause: a
+        vanished writer costs the writers behind it about ten attempts, not dozens."""
+        pause = max(self._position - 1, 0.25) * self._round_trip
+        if self._waits >= LINGERING_WAITS and self._head_since is not None:
+            left = self._stale_secs() - (time.monotonic() - self._head_since[1])
+            pause = max(pause, left)
+        return pause
+
+    def _stale_secs(self) -> float:
+        return max(TURN_TIMEOUT_SECS, TURN_TIMEOUT_ROUND_TRIPS * self._round_trip)
 
     def sent(self, secs: float) -> None:
         """A write took ``secs`` seconds (its answer came back)."""
@@ -173,14 +190,13 @@ class Turn:
             self._head_since = (head, now)
             self._waits = 0
             return False
-        limit = max(TURN_TIMEOUT_SECS, TURN_TIMEOUT_ROUND_TRIPS * self._round_trip)
-        return now - self._head_since[1] > limit
+        return now - self._head_since[1] > self._stale_secs()
 
     def lost_race(self, state: CounterState | None) -> Verdict:
         """The verdict on a write that lost the race on the counter, given the counter item
         its failed condition returned (``None``: nothing came back, back off as before).
         Called once or twice per failure by the retry engine: it is idempotent."""
-        if state is None:
+        if state is None or not self.enabled:
             return Verdict.RETRY
         turns = state.turns
         if self._mine is not None and self._mine in turns:
@@ -207,6 +223,8 @@ class Turn:
             TurnHeld: writers ahead of this one have not written yet (the engine waits).
         """
         self.predicting = False
+        if not self.enabled:
+            return state
         for _ in range(4):  # a stale head removed, this writer enqueued: at most 3 rounds
             turns = state.turns
             if not state.exists:  # a new counter: its first write creates it, no queue
@@ -233,6 +251,7 @@ class Turn:
                 return predicted(state, turns[:position])
             self._position, self._paused = position, True
             raise TurnHeld(self.key, position)
+        self._position = len(state.turns)
         raise TurnHeld(self.key, len(state.turns))
 
     async def _enqueue(self, size: int) -> Item:
@@ -265,6 +284,37 @@ class Turn:
         # Alone at the head: the next write after this one tries without the queue.
         self._contended = len(turns) > 1
         return attributes
+
+    async def leave(self, state: CounterState) -> None:
+        """Take this writer's entry out of the queue when nobody is left for it to write
+        for (its callers gone, its object closing, its commit failed): one ``UpdateItem``,
+        ``REMOVE #turn[i] IF #turn[i] = :entry``, at the index ``state`` shows, then once
+        more at the index its failure returns. Best effort: an entry left (an error, an
+        unknown queue) is removed by the writers behind it once it is stale."""
+        mine, self._mine = self._mine, None
+        turns = state.turns
+        for _ in range(2):
+            if mine is None or mine not in turns:
+                return
+            i = turns.index(mine)
+            try:
+                await self.store.call(
+                    "update_item",
+                    TableName=self.store.table.name,
+                    Key=self.store.counter_item_key(self.key),
+                    UpdateExpression=f"REMOVE #turn[{i}]",
+                    ConditionExpression=f"#turn[{i}] = :entry",
+                    ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
+                    ExpressionAttributeValues={":entry": {"S": mine}},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return
+            except ConditionFailed as exc:  # the queue moved: try at the index it has now
+                queue = (exc.item or {}).get(TURN_ATTRIBUTE, {}).get("L") or []
+                turns = tuple(str(e.get("S")) for e in queue if isinstance(e, dict))
+            except StoreError as exc:
+                log.debug("counter %r: left the queue's entry to go stale: %s", self.key, exc)
+                return
 
     async def _remove_head(self, head: str) -> Item:
         table = self.store.table

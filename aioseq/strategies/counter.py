@@ -186,7 +186,7 @@ class AtomicCounter(Strategy):
     async def _add(self, n: int, params: dict[str, Any]) -> int:
         """Send the ``ADD n`` of ``params`` under the retry engine; the counter's new value.
         ``params`` is shared between calls: nothing below changes it."""
-        send = self.store.send
+        send = self.store._send
 
         async def attempt() -> dict[str, Any] | None:
             try:

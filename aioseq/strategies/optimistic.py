@@ -145,8 +145,11 @@ class OptimisticCounter(Strategy):
                     self._lost.lost(pending, "every caller of it was cancelled")
                 group = [take for take in takes if take.waiting]
                 if not group:
+                    await self._item.leave()  # (an entry queued for nobody holds the others)
                     return
-                before = await self._item.ready(sum(take.request for take in group))
+                before = await self._item.ready(
+                    sum(take.request for take in group), predict=self.write == "update"
+                )
                 group = _within(group, self._item.limit())
                 pending = self._item.new_write(before, sum(take.request for take in group))
                 maybe_applied = False
@@ -178,6 +181,7 @@ class OptimisticCounter(Strategy):
         except AioseqError:
             if pending is not None and maybe_applied:
                 self._lost.lost(pending, "the retry policy ran out first")
+            await self._item.leave()
             raise
 
     def _verdict(self, exc: Exception) -> Verdict:

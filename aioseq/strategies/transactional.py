@@ -20,6 +20,7 @@ from aioseq.config import (
     check_table_name,
 )
 from aioseq.errors import (
+    AioseqError,
     ConditionFailed,
     ConfigurationError,
     ItemAlreadyExists,
@@ -270,8 +271,13 @@ class TransactionalCounter(Strategy):
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
-        so that its group's coalescer holds it weakly (no reference cycle)."""
-        await self._committer.commit(puts)
+        so that its group's coalescer holds it weakly (no reference cycle). A commit that
+        fails leaves the counter's queue (the next one joins it again if it must)."""
+        try:
+            await self._committer.commit(puts)
+        except AioseqError:
+            await self._item.leave()
+            raise
 
     # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
 
@@ -282,7 +288,8 @@ class TransactionalCounter(Strategy):
         table = self.store.table
         waiting = sum(put.waiting for put in puts)
         if not waiting:
-            return None  # (before any request: an entry queued for nobody holds the others)
+            await self._item.leave()  # (an entry queued for nobody would hold the others)
+            return None
         before = await self._item.ready(min(waiting, limit or MAX_GROUP_SIZE))
         queued = self._item.limit()  # the size it queued with: those behind predicted it
         if queued is not None:

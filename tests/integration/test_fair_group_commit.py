@@ -14,7 +14,7 @@ from checks import assert_exactly
 
 from aioseq import ConnectionFailed, DynamoStore, Observer, OptimisticCounter, TransactionalCounter
 from aioseq._workload import stored_numbers
-from aioseq.config import TURN_ATTRIBUTE, WRITES_ATTRIBUTE
+from aioseq.config import TOKENS_ATTRIBUTE, TURN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.observe import RequestEvent
 
 TOTAL = 160  # calls looked at: the first TOTAL to complete
@@ -100,16 +100,19 @@ class WritesAhead(Observer):
             "update_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key("c"),
-            UpdateExpression="SET #value = #value + :two, #writes = #writes + :one REMOVE #turn[0]",
-            ConditionExpression="#turn[0] = :entry",
+            UpdateExpression="SET #value = #value + :two, #writes = #writes + :one,"
+            " #tokens[1] = :token REMOVE #turn[0]",  # its token in the ring's slot 1
+            ConditionExpression="#turn[0] = :entry AND #writes = :one",
             ExpressionAttributeNames={
                 "#value": self.store.table.value_attribute,
                 "#writes": WRITES_ATTRIBUTE,
+                "#tokens": TOKENS_ATTRIBUTE,
                 "#turn": TURN_ATTRIBUTE,
             },
             ExpressionAttributeValues={
                 ":two": {"N": "2"},
                 ":one": {"N": "1"},
+                ":token": {"S": "ahead-token"},
                 ":entry": {"S": self.entry},
             },
         )
@@ -202,3 +205,87 @@ async def test_a_prediction_past_max_value_waits_for_the_item_itself(
     assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 1
     await queue_ahead(aioseq_store, "vanished:5")
     assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 2
+
+
+async def counter_item(store: DynamoStore) -> dict[str, Any]:
+    response = await store.call(
+        "get_item",
+        TableName=store.table.name,
+        Key=store.counter_item_key("c"),
+        ConsistentRead=True,
+    )
+    item: dict[str, Any] = response["Item"]
+    return item
+
+
+async def test_a_put_form_writer_behind_another_writes_from_the_item_itself(
+    aioseq_store: DynamoStore,
+) -> None:
+    """A ``PutItem`` replaces the whole counter item, its ring of recent writes included,
+    which a prediction does not know: the writer behind reads the item and keeps the ring
+    slot of the write ahead of it (else that write's lost answer could not be resolved)."""
+    assert await OptimisticCounter(aioseq_store, "c", write="put").next() == 1
+    await queue_ahead(aioseq_store, "other:2")
+    observer = WritesAhead(aioseq_store, "other:2")
+    behind = OptimisticCounter(
+        DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c", write="put"
+    )
+    assert await behind.next() == 4
+    assert observer.ahead is not None
+    await observer.ahead
+    item = await counter_item(aioseq_store)
+    assert item[TOKENS_ATTRIBUTE]["L"][1] == {"S": "ahead-token"}  # kept, not overwritten
+    assert observer.requests["GetItem"] >= 2  # its first read, then the item itself
+
+
+async def test_writers_whose_own_calls_race_write_past_the_queue(
+    aioseq_store: DynamoStore,
+) -> None:
+    """Ungrouped with ``max_in_flight=None`` an object's commits run at once: it does not
+    queue (one place per writer), so no entry of it is left behind, and every number is
+    handed out once."""
+    writers = [
+        OptimisticCounter(aioseq_store, "c", group=False, max_in_flight=None) for _ in range(2)
+    ]
+    numbers: list[int] = []
+
+    async def caller(writer: OptimisticCounter) -> None:
+        for _ in range(10):
+            numbers.append(await writer.next())
+
+    await asyncio.gather(*(caller(w) for w in writers for _ in range(3)))
+    assert_exactly(numbers, 1, 60)
+    assert not (await counter_item(aioseq_store)).get(TURN_ATTRIBUTE, {}).get("L")
+
+
+class Enqueued(Observer):
+    """Set once the observed writer's first ``UpdateItem`` (its enqueue) is answered."""
+
+    def __init__(self) -> None:
+        self.answered = asyncio.Event()
+
+    def on_request(self, event: RequestEvent) -> None:
+        if event.operation == "UpdateItem":
+            self.answered.set()
+
+
+async def test_a_writer_whose_callers_went_away_leaves_the_queue(
+    aioseq_store: DynamoStore,
+) -> None:
+    """Its only caller is cancelled while it waits behind another writer: its entry is
+    taken out (by its next commit, or its close), not left to hold the others."""
+    invoices = TransactionalCounter(aioseq_store, "c")
+    assert await invoices.put(invoice) == 1
+    await queue_ahead(aioseq_store, "other:1")
+    enqueued = Enqueued()
+    behind = TransactionalCounter(
+        DynamoStore(aioseq_store.client, aioseq_store.table, observer=enqueued), "c"
+    )
+    put = asyncio.create_task(behind.put(invoice))
+    await asyncio.wait_for(enqueued.answered.wait(), 30)  # it queued behind the other writer
+    put.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await put
+    await behind.aclose()  # lets the commit in flight finish
+    assert (await counter_item(aioseq_store))[TURN_ATTRIBUTE] == {"L": [{"S": "other:1"}]}
+    assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 1)
