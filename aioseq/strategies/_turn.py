@@ -65,7 +65,7 @@ TURN_TIMEOUT_SECS = 0.5
 #: Round trips an entry may stay at the head before another writer removes it.
 TURN_TIMEOUT_ROUND_TRIPS = 20
 
-#: Pauses behind one head after which a writer waits until that head is stale.
+#: Pauses behind one head after which a writer's pauses double (up to that head's staleness).
 LINGERING_WAITS = 4
 
 #: The first guess of a write's round trip, before one was measured (seconds).
@@ -160,13 +160,14 @@ class Turn:
         """How long a writer waits for the entries ahead of its own: one of its round trips
         per entry but the head's, which is already writing (at least a quarter of a round
         trip: a write sent a little early fails and costs a request, one sent late leaves the
-        counter idle). After four pauses during which one entry stayed at the head (its
-        writer may be gone), the rest of the time until that entry is stale, in one pause: a
-        vanished writer costs the writers behind it about ten attempts, not dozens."""
+        counter idle). Past the fourth pause during which one entry stayed at the head (its
+        writer may be slow, or gone), each pause doubles, up to the time left until that
+        entry is stale: a vanished writer costs the writers behind it a score of attempts of
+        their retry policy, not a hundred, and a slow one little."""
         pause = max(self._position - 1, 0.25) * self._round_trip
-        if self._waits >= LINGERING_WAITS and self._head_since is not None:
+        if self._waits > LINGERING_WAITS and self._head_since is not None:
             left = self._stale_secs() - (time.monotonic() - self._head_since[1])
-            pause = max(pause, left)
+            pause = max(pause, min(pause * 2 ** min(self._waits - LINGERING_WAITS, 16), left))
         return pause
 
     def _stale_secs(self) -> float:
