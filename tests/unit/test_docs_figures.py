@@ -158,7 +158,7 @@ def _fairness(report: dict[str, Any]) -> list[str]:
         f" the worst process {worst.group(1)}×",
         f"**Aggregate, transactional: {aggregate}×, not met.**",
         f"the rounds range {ceiling[0]}× to {ceiling[-1]}×",
-        f"{_span(per_number('transactional', 4), '.2f')} requests per put against "
+        f"{_span(per_number('transactional', 4), '.3f')} requests per put against "
         f"{median('transactional', 1):.3f}",
         f"4 processes reach {target('optimistic: aggregate, 4 processes vs 1')['measured']}× "
         f"({median('optimistic', 4):.2f} requests per number against "
