@@ -242,12 +242,9 @@ class DynamoStore:
         to ``us-east-1`` and the credentials to a dummy pair, which local servers accept.
 
         botocore's own retries are switched off (``total_max_attempts=1``): ``retry_policy`` is
-        the only retry policy that runs. So is botocore's check of every request's parameters
-        (``parameter_validation=False``): aioseq checks its requests once, when it builds them,
-        and [`call()`][aioseq.DynamoStore.call] / [`request()`][aioseq.DynamoStore.request]
-        check what their caller passes with botocore's own validator; a request sent on
-        ``store.client`` directly is not checked before it goes (the server still refuses a bad
-        one, as ``ValidationException``).
+        the only retry policy that runs; so is botocore's per-call parameter check: aioseq checks
+        its requests once, when it builds them, and [`call()`][aioseq.DynamoStore.call] checks
+        what its caller passes (a request sent on ``store.client`` directly is not checked).
 
         Parameters:
             table: the table's name or [`TableSpec`][aioseq.TableSpec].
