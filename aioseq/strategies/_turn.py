@@ -65,6 +65,9 @@ TURN_TIMEOUT_SECS = 0.5
 #: Round trips an entry may stay at the head before another writer removes it.
 TURN_TIMEOUT_ROUND_TRIPS = 20
 
+#: Enqueues in a row that find the writer alone before it writes without the queue again.
+SOLITARY_ENQUEUES = 2
+
 #: Pauses behind one head after which a writer's pauses double (up to that head's staleness).
 LINGERING_WAITS = 4
 
@@ -116,6 +119,7 @@ class Turn:
     """
 
     __slots__ = (
+        "_alone",
         "_contended",
         "_head_since",
         "_mine",
@@ -134,6 +138,7 @@ class Turn:
         self.key = key
         self._mine: str | None = None  # this writer's entry in the queue, while it has one
         self._contended = False  # lost a race, or wrote behind others: enqueue to write next
+        self._alone = 0  # enqueues in a row that found nobody else in the queue
         self._paused = False  # waited since last told its position: write from the prediction
         self._position = 0  # entries ahead of this writer's, as last seen
         self._head_since: tuple[str, float] | None = None  # another's entry at the head, since
@@ -282,8 +287,11 @@ class Turn:
             raise
         attributes: Item = response.get("Attributes") or {}
         turns = attributes.get(TURN_ATTRIBUTE, {}).get("L") or []
-        # Alone at the head: the next write after this one tries without the queue.
-        self._contended = len(turns) > 1
+        # Found alone in the queue twice in a row, the next write after this one tries
+        # without it; once is not enough: others often enqueue just behind (measured: a lone
+        # write sent then fails, a round trip lost and the writer at the back of the queue).
+        self._alone = 0 if len(turns) > 1 else self._alone + 1
+        self._contended = self._alone < SOLITARY_ENQUEUES
         return attributes
 
     async def leave(self, state: CounterState) -> None:
