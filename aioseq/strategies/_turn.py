@@ -16,8 +16,9 @@ knows the value it will write from without reading it:
 
 - ``aioseq_turn`` is a list of entries ``"<token>:<size>"``: a writer's fresh token and the
   count of numbers its next write takes;
-- a writer that lost a race (its failed condition returned the counter item), or that wrote
-  from the queue last time, **enqueues**: one ``UpdateItem``, ``SET #turn =
+- a writer that lost a race (its failed condition returned the counter item), or that met
+  others in the queue lately (it writes without the queue again only after finding itself
+  alone in it twice in a row), **enqueues**: one ``UpdateItem``, ``SET #turn =
   list_append(if_not_exists(#turn, :empty), :entry) IF attribute_exists(#pk)``,
   ``ReturnValues=ALL_NEW`` (1 WCU), which tells it the value and the entries ahead of it;
 - the writer at the head writes at once; one at position p waits about p of its own round
