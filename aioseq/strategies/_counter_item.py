@@ -10,7 +10,7 @@ from typing import Any
 
 from aioseq._protocols import Store
 from aioseq._retry import Verdict
-from aioseq._values import Numbering, number
+from aioseq._values import WRITES_ATTRIBUTE, Numbering, number
 from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
 from aioseq.strategies._turn import Turn, TurnHeld
@@ -143,6 +143,9 @@ class CounterItem:
     def saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""
         self._seen, self._known = item, known
+        writes = (item or {}).get(WRITES_ATTRIBUTE, {}).get("N")
+        if known and writes is not None and writes.isdigit():
+            self.turn.observed(int(writes))
 
     def check_number(self, n: int) -> int:
         """``n`` if it is at most `max_value` (and 38 digits).
