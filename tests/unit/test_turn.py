@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from aioseq.strategies import _turn
 from aioseq.strategies._turn import FIRST_ROUND_TRIP_SECS, Turn
 
 
@@ -20,7 +19,7 @@ def test_the_time_between_writes_follows_the_writes_seen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = Clock()
-    monkeypatch.setattr(_turn.time, "monotonic", clock)
+    monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
     turn = Turn(store=None, key="c")  # type: ignore[arg-type]  # (no request is made)
     turn.sent(0.02)  # its own writes take ~20 ms
     turn.observed(10)
@@ -34,7 +33,7 @@ def test_the_time_between_writes_follows_the_writes_seen(
 
 def test_a_pause_in_the_traffic_is_not_a_slow_counter(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(_turn.time, "monotonic", clock)
+    monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
     turn = Turn(store=None, key="c")  # type: ignore[arg-type]
     turn.observed(10)
     clock.now += 60.0  # a minute with no writes, then one
