@@ -122,6 +122,17 @@ def cli_table(endpoint: str) -> str:
     return name
 
 
+class Clock:
+    """A clock that stands still until the test moves it (``clock.now += secs``): pass it
+    where code reads ``time.monotonic``."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class LoopClock:
     """The running event loop's clock, moved forward by hand (aiolimiter's ``MockLoopTime``):
     a timer (a batch window, a backoff) comes due when the test says so, however slowly the

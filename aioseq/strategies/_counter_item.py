@@ -12,7 +12,7 @@ from aioseq._protocols import Store
 from aioseq._retry import Verdict
 from aioseq._values import WRITES_ATTRIBUTE, Numbering, number
 from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
-from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token, turns_of
 from aioseq.strategies._turn import Turn, TurnHeld
 
 __all__ = ["CounterItem"]
@@ -103,16 +103,8 @@ class CounterItem:
     async def leave(self) -> None:
         """Take this writer's entry, if any, out of the counter's queue (nobody is left for it
         to write for): see `Turn.leave()`. At most two ``UpdateItem``s; no error raised."""
-        if self.turn.entry is None:
-            return
-        state = CounterState() if not self._known else self._state()
-        await self.turn.leave(state)
-
-    def _state(self) -> CounterState:
-        try:
-            return CounterState.of(self._seen, key=self.key, table=self.store.table)
-        except CounterValueInvalid:
-            return CounterState()
+        if self.turn.entry is not None:
+            await self.turn.leave(turns_of(self._seen) if self._known else ())
 
     def limit(self) -> int | None:
         """The most numbers the next write may take (the size it queued with), or ``None``."""

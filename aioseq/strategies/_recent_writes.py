@@ -50,7 +50,7 @@ from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, Tab
 from aioseq.numbering import recorded_text
 from aioseq.observe import Observer, WasteEvent, notify
 
-__all__ = ["CounterState", "CounterWrite", "LostAnswers", "new_token"]
+__all__ = ["CounterState", "CounterWrite", "LostAnswers", "new_token", "turns_of"]
 
 log = logging.getLogger("aioseq")
 
@@ -61,6 +61,15 @@ _EMPTY = ""
 def new_token() -> str:
     """A fresh idempotency token: 16 URL-safe characters (96 random bits)."""
     return secrets.token_urlsafe(12)
+
+
+def turns_of(item: Mapping[str, AttributeValue] | None) -> tuple[str, ...]:
+    """The queue of writers on a counter item (``aioseq_turn``, the next writer first; see
+    `aioseq.strategies._turn`), empty when it has none. Reads nothing else of the item."""
+    queue = (item or {}).get(TURN_ATTRIBUTE, {}).get("L")
+    if not isinstance(queue, list):
+        return ()
+    return tuple(str(e["S"]) for e in queue if isinstance(e, dict) and "S" in e)
 
 
 @dataclass(frozen=True)
@@ -109,11 +118,7 @@ class CounterState:
         tokens = None
         if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
             tokens = tuple(str(t["S"]) for t in ring)
-        queue = item.get(TURN_ATTRIBUTE, {}).get("L")
-        turns: tuple[str, ...] = ()
-        if isinstance(queue, list):
-            turns = tuple(str(e["S"]) for e in queue if isinstance(e, dict) and "S" in e)
-        return cls(value, True, writes, tokens, numbering, turns)
+        return cls(value, True, writes, tokens, numbering, turns_of(item))
 
 
 @dataclass(frozen=True)

@@ -50,13 +50,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from aioseq._protocols import Store
 from aioseq._retry import Verdict
 from aioseq._values import TURN_ATTRIBUTE, Item
 from aioseq.config import RECENT_WRITES
 from aioseq.errors import AioseqError, ConditionFailed, StoreError
-from aioseq.strategies._recent_writes import CounterState, new_token
+from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
 
 __all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_size"]
 
@@ -282,21 +283,30 @@ class Turn:
         self._position = len(state.turns)
         raise TurnHeld(self.key, len(state.turns))
 
+    async def _update(self, **params: Any) -> dict[str, Any]:
+        """One ``UpdateItem`` of the counter item (1 WCU; one attempt: the caller runs under
+        the retry engine)."""
+        return await self.store.call(
+            "update_item",
+            TableName=self.store.table.name,
+            Key=self.store.counter_item_key(self.key),
+            **params,
+        )
+
     async def _enqueue(self, size: int) -> Item:
         token = entry(new_token(), size)
-        table = self.store.table
         # Its own before the answer: an enqueue whose answer was lost is recognised on the
         # counter item's next read (`CounterItem.ready()` forgets the item it saw) instead
         # of being left as another's entry, which would hold everyone until found stale.
         self._mine = token
         try:
-            response = await self.store.call(
-                "update_item",
-                TableName=table.name,
-                Key=self.store.counter_item_key(self.key),
+            response = await self._update(
                 UpdateExpression="SET #turn = list_append(if_not_exists(#turn, :empty), :entry)",
                 ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE, "#pk": table.partition_key},
+                ExpressionAttributeNames={
+                    "#turn": TURN_ATTRIBUTE,
+                    "#pk": self.store.table.partition_key,
+                },
                 ExpressionAttributeValues={":empty": {"L": []}, ":entry": {"L": [{"S": token}]}},
                 ReturnValues="ALL_NEW",
             )
@@ -308,61 +318,55 @@ class Turn:
                 self._mine = None  # not applied: nothing of it is on the counter item
             raise
         attributes: Item = response.get("Attributes") or {}
-        turns = attributes.get(TURN_ATTRIBUTE, {}).get("L") or []
         # Found alone in the queue twice in a row, the next write after this one tries
         # without it; once is not enough: others often enqueue just behind (measured: a lone
         # write sent then fails, a round trip lost and the writer at the back of the queue).
-        self._alone = 0 if len(turns) > 1 else self._alone + 1
+        self._alone = 0 if len(turns_of(attributes)) > 1 else self._alone + 1
         self._contended = self._alone < SOLITARY_ENQUEUES
         return attributes
 
-    async def leave(self, state: CounterState) -> None:
-        """Take this writer's entry out of the queue when nobody is left for it to write
-        for (its callers gone, its object closing, its commit failed): one ``UpdateItem``,
-        ``REMOVE #turn[i] IF #turn[i] = :entry``, at the index ``state`` shows, then once
-        more at the index its failure returns. Best effort: an entry left (an error, an
-        unknown queue) is removed by the writers behind it once it is stale."""
-        mine, self._mine = self._mine, None
-        turns = state.turns
-        for _ in range(2):
-            if mine is None or mine not in turns:
-                return
-            i = turns.index(mine)
-            try:
-                await self.store.call(
-                    "update_item",
-                    TableName=self.store.table.name,
-                    Key=self.store.counter_item_key(self.key),
-                    UpdateExpression=f"REMOVE #turn[{i}]",
-                    ConditionExpression=f"#turn[{i}] = :entry",
-                    ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-                    ExpressionAttributeValues={":entry": {"S": mine}},
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-                return
-            except ConditionFailed as exc:  # the queue moved: try at the index it has now
-                queue = (exc.item or {}).get(TURN_ATTRIBUTE, {}).get("L") or []
-                turns = tuple(str(e.get("S")) for e in queue if isinstance(e, dict))
-            except StoreError as exc:
-                log.debug("counter %r: left the queue's entry to go stale: %s", self.key, exc)
-                return
-
-    async def _remove_head(self, head: str) -> Item:
-        table = self.store.table
+    async def _remove(self, i: int, queued: str) -> tuple[bool, Item]:
+        """``REMOVE #turn[i] IF #turn[i] = :entry`` (one ``UpdateItem``): whether ``queued``
+        was removed, and the counter item after (``ALL_NEW``), or as it is when it was not
+        there (``ALL_OLD``; empty if the item is gone)."""
         try:
-            response = await self.store.call(
-                "update_item",
-                TableName=table.name,
-                Key=self.store.counter_item_key(self.key),
-                UpdateExpression="REMOVE #turn[0]",
-                ConditionExpression="#turn[0] = :head",
+            response = await self._update(
+                UpdateExpression=f"REMOVE #turn[{i}]",
+                ConditionExpression=f"#turn[{i}] = :entry",
                 ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-                ExpressionAttributeValues={":head": {"S": head}},
+                ExpressionAttributeValues={":entry": {"S": queued}},
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ConditionFailed as exc:  # its writer wrote meanwhile, or another removed it
-            return exc.item or {}
-        self._head_since = None
+        except ConditionFailed as exc:  # the queue moved, or the entry is gone
+            return False, exc.item or {}
         attributes: Item = response.get("Attributes") or {}
-        return attributes
+        return True, attributes
+
+    async def leave(self, turns: tuple[str, ...]) -> None:
+        """Take this writer's entry out of the queue when nobody is left for it to write
+        for (its callers gone, its object closing, its commit failed): one ``UpdateItem``,
+        ``REMOVE #turn[i] IF #turn[i] = :entry``, at the index ``turns`` (the queue as last
+        seen) shows, then once
+        more at the index its failure returns. Best effort: an entry left (an error, an
+        unknown queue) is removed by the writers behind it once it is stale."""
+        mine, self._mine = self._mine, None
+        for _ in range(2):
+            if mine is None or mine not in turns:
+                return
+            try:
+                removed, item = await self._remove(turns.index(mine), mine)
+            except StoreError as exc:
+                log.debug("counter %r: left the queue's entry to go stale: %s", self.key, exc)
+                return
+            if removed:
+                return
+            turns = turns_of(item)  # try at the index it has now
+
+    async def _remove_head(self, head: str) -> Item:
+        """Remove another writer's stale entry at the head (unless its writer wrote
+        meanwhile, or another removed it); the counter item as it is now."""
+        removed, item = await self._remove(0, head)
+        if removed:
+            self._head_since = None
+        return item

@@ -187,8 +187,8 @@ class OptimisticCounter(Strategy):
     def _verdict(self, exc: Exception) -> Verdict:
         """A write is retried after a backoff on a transient error; one that lost the race is
         retried at once, or waits for the writers ahead of it in the counter's queue
-        (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about a round trip per
-        writer ahead."""
+        (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about the counter's
+        interval between writes per writer ahead."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD
         if is_transient(exc):

@@ -423,8 +423,8 @@ class TransactionalCounter(Strategy):
         """A transaction is retried after a backoff on a transient error or when it was
         canceled for transient reasons only; one that lost the race on the counter (the action
         at index 0) is retried at once, or waits for the writers ahead of it in the counter's
-        queue (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about a round trip
-        per writer ahead."""
+        queue (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about the counter's
+        interval between writes per writer ahead."""
         if isinstance(exc, TurnHeld):
             return Verdict.YIELD
         if is_transient(exc):

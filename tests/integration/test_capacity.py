@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from checks import assert_exactly, counter_item, until
+from checks import Clock, assert_exactly, counter_item, until
 
 from aioseq import (
     ConditionFailed,
@@ -43,16 +43,6 @@ def put(pk: str, payload_bytes: int = 0, table: str = "t", sk: int = 0) -> dict[
 @pytest.fixture
 def exchanges() -> list[Exchange]:
     return []
-
-
-class Clock:
-    """A clock that stands still until the test moves it: buckets refill on the test's word."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def proxy_with(

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from checks import assert_exactly
+from checks import assert_exactly, counter_item
 
 from aioseq import ConnectionFailed, DynamoStore, Observer, OptimisticCounter, TransactionalCounter
 from aioseq._workload import stored_numbers
@@ -40,6 +40,18 @@ async def race(calls: list[Callable[[], Awaitable[int]]]) -> tuple[Counter[int],
     return Counter(done[:TOTAL]), numbers
 
 
+async def queue_ahead(store: DynamoStore, *entries: str) -> None:
+    """Other writers (in other processes) queued on counter ``c``, ``entries`` first."""
+    await store.call(
+        "update_item",
+        TableName=store.table.name,
+        Key=store.counter_item_key("c"),
+        UpdateExpression="SET #turn = :queue",
+        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
+        ExpressionAttributeValues={":queue": {"L": [{"S": e} for e in entries]}},
+    )
+
+
 @pytest.mark.parametrize("strategy", ["transactional", "optimistic"])
 async def test_two_writers_on_one_counter_both_commit(
     aioseq_store: DynamoStore, strategy: str
@@ -60,23 +72,11 @@ async def test_two_writers_on_one_counter_both_commit(
 async def test_a_queue_entry_whose_writer_vanished_is_removed(aioseq_store: DynamoStore) -> None:
     invoices = TransactionalCounter(aioseq_store, "c")
     assert await invoices.put(invoice) == 1
-    key = aioseq_store.counter_item_key("c")
-    await aioseq_store.call(  # a writer queued, then crashed
-        "update_item",
-        TableName=aioseq_store.table.name,
-        Key=key,
-        UpdateExpression="SET #turn = :turn",
-        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-        ExpressionAttributeValues={":turn": {"L": [{"S": "crashed-writer:1"}]}},
-    )
+    await queue_ahead(aioseq_store, "crashed-writer:1")  # a writer queued, then crashed
     other = TransactionalCounter(aioseq_store, "c")  # reads the counter item, sees the queue
     assert await other.put(invoice) == 2
     assert other.statistics().retries["TurnHeld"] >= 1  # it yielded first
-    item = (
-        await aioseq_store.call(
-            "get_item", TableName=aioseq_store.table.name, Key=key, ConsistentRead=True
-        )
-    )["Item"]
+    item = await counter_item(aioseq_store, "c") or {}
     assert item[TURN_ATTRIBUTE] == {"L": []}  # the stale entry removed, and its own used
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 2)
 
@@ -122,14 +122,7 @@ async def test_a_writer_behind_another_writes_from_the_predicted_value(
     aioseq_store: DynamoStore,
 ) -> None:
     assert await TransactionalCounter(aioseq_store, "c").put(invoice) == 1
-    await aioseq_store.call(  # another process queued to take 2 numbers next
-        "update_item",
-        TableName=aioseq_store.table.name,
-        Key=aioseq_store.counter_item_key("c"),
-        UpdateExpression="SET #turn = :queue",
-        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-        ExpressionAttributeValues={":queue": {"L": [{"S": "other:2"}]}},
-    )
+    await queue_ahead(aioseq_store, "other:2")  # another process queued to take 2 numbers
     observer = WritesAhead(aioseq_store, "other:2")
     behind = TransactionalCounter(
         DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c"
@@ -139,27 +132,7 @@ async def test_a_writer_behind_another_writes_from_the_predicted_value(
     await observer.ahead  # (applied before the write behind it; its answer may still be due)
     assert observer.requests["GetItem"] == 1  # its first read only: then it predicted
     assert behind.statistics().retries["TurnHeld"] == 1  # it waited its turn once
-    item = (
-        await aioseq_store.call(
-            "get_item",
-            TableName=aioseq_store.table.name,
-            Key=aioseq_store.counter_item_key("c"),
-            ConsistentRead=True,
-        )
-    )["Item"]
-    assert item[TURN_ATTRIBUTE] == {"L": []}
-
-
-async def queue_ahead(store: DynamoStore, *entries: str) -> None:
-    """Other writers (in other processes) queued on counter ``c``, ``entries`` first."""
-    await store.call(
-        "update_item",
-        TableName=store.table.name,
-        Key=store.counter_item_key("c"),
-        UpdateExpression="SET #turn = :queue",
-        ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-        ExpressionAttributeValues={":queue": {"L": [{"S": e} for e in entries]}},
-    )
+    assert (await counter_item(aioseq_store, "c") or {})[TURN_ATTRIBUTE] == {"L": []}
 
 
 async def test_an_enqueue_whose_answer_was_lost_is_not_left_behind(
@@ -185,15 +158,7 @@ async def test_an_enqueue_whose_answer_was_lost_is_not_left_behind(
     assert await TransactionalCounter(lossy, "c").put(invoice) == 2
     # One enqueue, one removal of the vanished writer's entry: no second entry of its own.
     assert sent["update_item"] == 2, sent
-    item = (
-        await aioseq_store.call(
-            "get_item",
-            TableName=aioseq_store.table.name,
-            Key=aioseq_store.counter_item_key("c"),
-            ConsistentRead=True,
-        )
-    )["Item"]
-    assert item[TURN_ATTRIBUTE] == {"L": []}
+    assert (await counter_item(aioseq_store, "c") or {})[TURN_ATTRIBUTE] == {"L": []}
 
 
 async def test_a_prediction_past_max_value_waits_for_the_item_itself(
@@ -205,17 +170,6 @@ async def test_a_prediction_past_max_value_waits_for_the_item_itself(
     assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 1
     await queue_ahead(aioseq_store, "vanished:5")
     assert await TransactionalCounter(aioseq_store, "c", max_value=3).put(invoice) == 2
-
-
-async def counter_item(store: DynamoStore) -> dict[str, Any]:
-    response = await store.call(
-        "get_item",
-        TableName=store.table.name,
-        Key=store.counter_item_key("c"),
-        ConsistentRead=True,
-    )
-    item: dict[str, Any] = response["Item"]
-    return item
 
 
 async def test_a_put_form_writer_behind_another_writes_from_the_item_itself(
@@ -233,7 +187,7 @@ async def test_a_put_form_writer_behind_another_writes_from_the_item_itself(
     assert await behind.next() == 4
     assert observer.ahead is not None
     await observer.ahead
-    item = await counter_item(aioseq_store)
+    item = await counter_item(aioseq_store, "c") or {}
     assert item[TOKENS_ATTRIBUTE]["L"][1] == {"S": "ahead-token"}  # kept, not overwritten
     assert observer.requests["GetItem"] >= 2  # its first read, then the item itself
 
@@ -255,7 +209,7 @@ async def test_writers_whose_own_calls_race_write_past_the_queue(
 
     await asyncio.gather(*(caller(w) for w in writers for _ in range(3)))
     assert_exactly(numbers, 1, 60)
-    assert not (await counter_item(aioseq_store)).get(TURN_ATTRIBUTE, {}).get("L")
+    assert not (await counter_item(aioseq_store, "c") or {}).get(TURN_ATTRIBUTE, {}).get("L")
 
 
 class Enqueued(Observer):
@@ -287,5 +241,7 @@ async def test_a_writer_whose_callers_went_away_leaves_the_queue(
     with pytest.raises(asyncio.CancelledError):
         await put
     await behind.aclose()  # lets the commit in flight finish
-    assert (await counter_item(aioseq_store))[TURN_ATTRIBUTE] == {"L": [{"S": "other:1"}]}
+    assert (await counter_item(aioseq_store, "c") or {})[TURN_ATTRIBUTE] == {
+        "L": [{"S": "other:1"}]
+    }
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from checks import Clock
 
 from aioseq import (
     ConfigurationError,
@@ -20,16 +21,6 @@ from aioseq.testing.capacity import (
     write_actions,
     write_cost_wcu,
 )
-
-
-class Clock:
-    """A clock that moves only when told (by binary fractions, so levels are exact)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def key(pk: str, sk: int = 0) -> dict[str, Any]:

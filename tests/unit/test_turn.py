@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from checks import Clock
 
 from aioseq.strategies._turn import FIRST_ROUND_TRIP_SECS, Turn
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_the_time_between_writes_follows_the_writes_seen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
     turn = Turn(store=None, key="c")  # type: ignore[arg-type]  # (no request is made)
     turn.sent(0.02)  # its own writes take ~20 ms
@@ -32,7 +25,7 @@ def test_the_time_between_writes_follows_the_writes_seen(
 
 
 def test_a_pause_in_the_traffic_is_not_a_slow_counter(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
     turn = Turn(store=None, key="c")  # type: ignore[arg-type]
     turn.observed(10)
