@@ -18,9 +18,10 @@ own store; all of a row's writers start together behind a start barrier, on a fr
    number nobody received number at most the calls abandoned, whose caller may have left
    after the write; the items gapless; no call's item stored twice), and the queue entries
    left on the counter item after every process closed its store cleanly.
-2. ``killed``: ``--processes`` writers on one counter (transactional, then optimistic), killed
-   together with ``SIGKILL`` about 2 s into the run; then a fresh process's first number: how
-   long it takes, and the entries on the counter item before it started.
+2. ``killed``: ``--processes`` writers on one counter (transactional, then optimistic; calls
+   without a deadline, then under 0.1 s ones, as a service's), killed together with
+   ``SIGKILL`` about 2 s into the run; then a fresh process's first number: how long it
+   takes, and the entries on the counter item before it started.
 3. ``far``: one writer behind a proxy that adds 1.2 s to each round trip (600 ms each way; the
    capacity model of ``aioseq.testing.capacity`` with a budget that never throttles) beside
    two near ones, transactional ``put()``, 8 tasks each, 15 s: puts per process.
@@ -85,6 +86,7 @@ class Settings:
     strategies: tuple[str, ...] = STRATEGIES
     sections: tuple[str, ...] = SECTIONS
     kill_after_secs: float = 2.0
+    killed_deadlines: tuple[float | None, ...] = (None, 0.1)
     far_round_trip_secs: float = 1.2
     far_secs: float = 15.0
     near_processes: int = 2
@@ -478,9 +480,11 @@ async def section_deadlines(endpoint: str, s: Settings) -> list[dict[str, Any]]:
     return rows
 
 
-async def killed_row(endpoint: str, s: Settings, strategy: str) -> dict[str, Any]:
+async def killed_row(
+    endpoint: str, s: Settings, strategy: str, deadline_secs: float | None
+) -> dict[str, Any]:
     key = f"live-{uuid.uuid4().hex[:8]}"
-    load = Load(key, strategy, True, s.tasks, 600.0, None)
+    load = Load(key, strategy, True, s.tasks, 600.0, deadline_secs)
     async with fresh_table(endpoint) as store:
         specs = [(endpoint, load, f"p{i}") for i in range(s.processes)]
         with writers(store.table.name, specs) as started:
@@ -501,9 +505,9 @@ async def killed_row(endpoint: str, s: Settings, strategy: str) -> dict[str, Any
     ]
     row = {
         "section": "killed",
-        "variant": f"{strategy}, grouped, {s.processes} writers killed after"
-        f" {s.kill_after_secs:g} s",
+        "variant": f"{_variant(load)}: {s.processes} writers killed after {s.kill_after_secs:g} s",
         "strategy": strategy,
+        "deadline_secs": deadline_secs,
         "processes": s.processes,
         "tasks": s.tasks,
         "entries_before": len(before),
@@ -517,10 +521,11 @@ async def killed_row(endpoint: str, s: Settings, strategy: str) -> dict[str, Any
 
 async def section_killed(endpoint: str, s: Settings) -> list[dict[str, Any]]:
     rows = []
-    for strategy in ("transactional", "optimistic"):
-        if strategy in s.strategies:
-            rows.append(await killed_row(endpoint, s, strategy))
-            _progress(rows[-1])
+    for deadline in s.killed_deadlines:
+        for strategy in ("transactional", "optimistic"):
+            if strategy in s.strategies:
+                rows.append(await killed_row(endpoint, s, strategy, deadline))
+                _progress(rows[-1])
     return rows
 
 
