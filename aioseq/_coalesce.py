@@ -240,6 +240,23 @@ class Coalescer(Generic[R, T]):
                 on_abandoned(future.result())
             raise
 
+    def claim(self, fits: Callable[[R], bool]) -> list[Waiter[R, T]]:
+        """Take waiting callers from the front of the queue, in order, while ``fits`` says yes
+        to their requests (it is asked once per caller, and may count what it took): a flush
+        that serves them tops up its batch with them (append them to it, so that an error of
+        the flush reaches them too). Cancelled callers met on the way are dropped."""
+        claimed: list[Waiter[R, T]] = []
+        queue = self.queue
+        while queue:
+            waiter = queue[0]
+            if not waiter.waiting:
+                queue.popleft()
+            elif fits(waiter.request):
+                claimed.append(queue.popleft())
+            else:
+                break
+        return claimed
+
     def kick(self) -> None:
         """Run a flush even if nobody waits (a prefetch), unless one is running already.
         Must be called from the coalescer's event loop, inside a coroutine."""

@@ -173,6 +173,7 @@ class _Run(Generic[T]):
         "engine",
         "first",
         "pause_secs",
+        "pauses",
         "retries",
         "started",
     )
@@ -197,6 +198,7 @@ class _Run(Generic[T]):
         self.started = started
         self.pause_secs = pause_secs
         self.backoffs = 0  # failures so far that asked for a backoff
+        self.pauses = 0  # pauses in a counter's queue so far: not attempts spent
         # An attempt failed in a way that may hide its success.
         self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
 
@@ -246,7 +248,9 @@ class _Run(Generic[T]):
 
     def _stop(self, state: RetryCallState) -> bool:
         policy = self.engine.policy
-        if state.attempt_number >= policy.max_attempts:
+        # A pause in a counter's queue is waiting, not failing: it does not use up attempts
+        # (max_delay_secs still bounds the wait).
+        if state.attempt_number - self.pauses >= policy.max_attempts:
             return True
         elapsed = time.monotonic() - self.started
         if elapsed >= policy.max_delay_secs:
@@ -260,6 +264,7 @@ class _Run(Generic[T]):
         if verdict is Verdict.RETRY_NOW:
             return 0.0
         if verdict is Verdict.YIELD:
+            self.pauses += 1
             policy = self.engine.policy
             pause = self.pause_secs() if self.pause_secs else policy.initial_backoff_secs
             return pause * random.uniform(0.9, 1.1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -30,8 +29,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 log = logging.getLogger("aioseq")
-# An object with no turn to wait for (grouped, or no max_in_flight) enters this instead.
-_NO_TURNS: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
 
 
 #: Cancellation reason codes worth another attempt of the same transaction.
@@ -150,6 +147,7 @@ class Strategy:
         self._numbers = 0  # numbers handed out
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now
+        self._waiting_turns = 0  # calls waiting for their turn (ungrouped, max_in_flight)
         self._retries: Counter[str] = Counter()
         #: Writes whose answer was lost: resolved by the token ring, counted.
         self._lost = LostAnswers(self.key, store.table, store.observer)
@@ -208,6 +206,7 @@ class Strategy:
         that still holds it reads it again on its next call). No request. Returns ``(0, 0)``:
         nothing returned, nothing wasted."""
         self._item.saw(None, known=False)
+        self._item.give_up(self._wants_place)  # (none normally: commits give theirs up)
         return 0, 0
 
     async def aclose(self) -> None:
@@ -282,8 +281,14 @@ class Strategy:
         run = self.store.retry.run
         self._running += 1
         try:
-            turns = self._turns if self._group is None and self._turns is not None else _NO_TURNS
-            async with turns:
+            turns = self._turns if self._group is None else None  # (a group: one at a time)
+            if turns is not None:
+                self._waiting_turns += 1
+                try:
+                    await turns.acquire()
+                finally:
+                    self._waiting_turns -= 1
+            try:
                 return await run(
                     attempt,
                     classify=classify,
@@ -291,9 +296,57 @@ class Strategy:
                     counter_key=self.key,
                     pause_secs=self._item.turn.pause_secs,
                 )
+            finally:
+                if turns is not None:
+                    turns.release()
         finally:
             self._running -= 1
             self._calls += 1
+
+    def _top_up(self, batch: list[Waiter[Any, Any]], room: int, size: Callable[[Any], int]) -> None:
+        """Add to ``batch`` the callers waiting in this object's group whose numbers fit in
+        ``room`` (the size its place in the counter's queue was taken for, less what
+        ``batch`` takes): the writers behind predicted that size, and the callers a commit
+        was queued for may have gone (a deadline), so those behind them take their place."""
+        group = self._group
+        if group is None or room <= 0:
+            return
+        left = room
+
+        def fits(request: Any) -> bool:
+            nonlocal left
+            wanted = size(request)
+            if wanted > left:
+                return False
+            left -= wanted
+            return True
+
+        batch.extend(group.claim(fits))
+
+    def _keep_place(self, batch: list[Waiter[Any, Any]], *, failed: bool) -> None:
+        """After a commit: keep this object's place in the counter's queue while callers still
+        wait for a write (the next commit uses it), else give it up, off the callers' path
+        (`CounterItem.give_up()`). ``batch``: the commit's callers; ``failed``: it raised
+        (its callers get its error, so they no longer wait)."""
+        if not self._item.turn.holds:
+            return
+        group = self._group
+        # Ungrouped, the next caller waiting for its turn inherits the place.
+        queued = group.queue if group is not None else ()
+        waiting = any(w.waiting for w in queued) or self._waiting_turns > 0
+        if self._closed:
+            self._item.give_up()
+        elif not (waiting or (not failed and any(w.waiting for w in batch))):
+            self._item.give_up(self._wants_place)
+
+    def _wants_place(self) -> bool:
+        """Whether callers wait for a write of this object's, or one is being made."""
+        if self._closed:
+            return False
+        group = self._group
+        if group is not None:
+            return group.flushing or any(w.waiting for w in group.queue)
+        return self._waiting_turns > 0  # (the next caller inherits the place)
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number

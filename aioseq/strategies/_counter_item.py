@@ -6,6 +6,7 @@ and by every strategy for ``exists()`` / ``current()``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aioseq._protocols import Store
@@ -54,12 +55,14 @@ class CounterItem:
     async def read(self) -> dict[str, Any] | None:
         """One strongly consistent ``GetItem`` of the counter item (1 RCU; one attempt: run
         it under the retry engine); ``None`` if it does not exist."""
+        started = self.turn.clock()
         response = await self.store.call(
             "get_item",
             TableName=self.store.table.name,
             Key=self.primary_key,
             ConsistentRead=True,
         )
+        self.turn.sent(self.turn.clock() - started)
         item: dict[str, Any] | None = response.get("Item")
         return item
 
@@ -101,10 +104,16 @@ class CounterItem:
         return ready
 
     async def leave(self) -> None:
-        """Take this writer's entry, if any, out of the counter's queue (nobody is left for it
-        to write for): see `Turn.leave()`. At most two ``UpdateItem``s; no error raised."""
-        if self.turn.entry is not None:
-            await self.turn.leave(turns_of(self._seen) if self._known else ())
+        """Take this writer's entries, if any, out of the counter's queue and wait until they
+        are out (its close): see `Turn.leave()`. No error raised."""
+        await self.turn.leave(turns_of(self._seen) if self._known else None)
+
+    def give_up(self, wanted: Callable[[], bool] | None = None) -> None:
+        """Nobody seems left for this writer to write for: unless ``wanted()`` says otherwise
+        a moment later, its entry is taken out of the queue in a task of its own
+        (`Turn.give_up()`)."""
+        if self.turn.holds:
+            self.turn.give_up(wanted)
 
     def limit(self) -> int | None:
         """The most numbers the next write may take (the size it queued with), or ``None``."""

@@ -1,53 +1,44 @@
-"""Fair group commit across processes: the counter item's queue of turns.
+"""Fair group commit across processes: the counter item's queue of writers.
 
 Writers in several processes that move one counter item with conditional writes (the
-optimistic and transactional strategies, grouped or not) race on it: one write per value wins.
-Left alone, the race is not fair. The winner learns the new value from its own success and
-sends its next group at once; a loser learns it from its failed condition (``ALL_OLD``), later
-by the time the server took to refuse it, so its next attempt arrives after the winner's next
-and fails again. With backoff growing on every lost race, one process commits almost every
-group while the others wait seconds (measured: 2,976 puts against 32 each for the three others
-in 3 s; docs/group-commit.md).
+optimistic and transactional strategies) race on it, and the race is not fair: the winner
+learns the new value first and wins again. So writers that meet on a counter queue on it, in
+the counter item itself, as a ticket lock does (Mellor-Crummey and Scott, 1991), each ticket
+saying how many numbers its write takes, so that a writer knows the value it will write from
+without reading it:
 
-So writers that meet on a counter queue on it, in the counter item itself, as a ticket lock
-does (Mellor-Crummey and Scott, "Algorithms for scalable synchronization on shared-memory
-multiprocessors", 1991), with each ticket saying how many numbers it will take, so that a writer
-knows the value it will write from without reading it:
+- ``aioseq_turn`` is a list of entries ``"<token>:<size>:<lease_ms>"``;
+- a writer that lost a race, or met others lately, **enqueues** (one ``UpdateItem``,
+  ``list_append``, ``ReturnValues=ALL_NEW``), which tells it the value and who is ahead;
+- the head writes at once; the writer at position p waits about p - 1/2 times the interval
+  between writes on the counter, then writes from the value the sizes ahead predict; its
+  write requires ``#turn[0] = :its_entry`` and removes it; a wrong guess fails its condition,
+  whose ``ALL_OLD`` item corrects it;
+- a writer outside the queue writes only while the queue is empty.
 
-- ``aioseq_turn`` is a list of entries ``"<token>:<size>"``: a writer's fresh token and the
-  count of numbers its next write takes;
-- a writer that lost a race (its failed condition returned the counter item), or that met
-  others in the queue lately (it writes without the queue again only after finding itself
-  alone in it twice in a row), **enqueues**: one ``UpdateItem``, ``SET #turn =
-  list_append(if_not_exists(#turn, :empty), :entry) IF attribute_exists(#pk)``,
-  ``ReturnValues=ALL_NEW`` (1 WCU), which tells it the value and the entries ahead of it;
-- the writer at the head writes at once; one at position p waits about p - 1/2 times the
-  interval between writes it has seen on the counter (from the ``aioseq_writes`` values
-  its enqueue and its failed writes return; `Verdict.YIELD`, a pause that does not grow)
-  and then writes **from the predicted
-  value**: the value it saw plus the sizes of the p entries ahead, and ``aioseq_writes`` plus
-  p, with no read. Its write requires ``#turn[0] = :its_entry`` and removes it (``REMOVE
-  #turn[0]``); it takes exactly the size it enqueued with (puts that arrived since wait for
-  its next turn, as callers that arrive during a commit wait for the next one);
-- a write sent too early (those ahead not done yet) or from a wrong prediction (a writer ahead
-  took fewer numbers) fails its condition and returns the item (``ALL_OLD``): the writer
-  predicts again from it, at once if it is now at the head, else after another pause;
-- a writer outside the queue writes only when the queue is empty (``attribute_not_exists
-  (#turn[0])``), so a lone writer pays nothing but that condition's few bytes;
-- an entry at the head for longer than `TURN_TIMEOUT_SECS` (or 20 round trips, whichever is
-  longer), as this writer measured it on its own clock, is stale (its writer crashed, was
-  cancelled or closed): this writer removes it (one ``UpdateItem``, ``REMOVE #turn[0] IF
-  #turn[0] = :stale``) and goes on; a lost writer delays the others, never stops them. A
-  writer whose own entry was removed enqueues again.
+The queue decides only who writes next: numbers come from the conditional write on the value
+and ``aioseq_writes``, so uniqueness, gaplessness and exactly once never depend on it. What
+the queue must guarantee is liveness (docs/group-commit.md, "Liveness"):
 
-The queue decides only who writes next; numbers still come from the conditional write on the
-value and ``aioseq_writes``, so uniqueness, gaplessness and exactly once do not depend on it.
+- an entry belongs to its writer object, not to one commit: callers that arrive while it
+  waits take its place when the callers it was made for are gone;
+- a writer that has nobody left to write for **leaves**: off its callers' path, in a task of
+  its own, finding its entry wherever it moved (reading the item if it must), under the
+  store's retry policy; so does an enqueue that was cancelled or whose answer was lost;
+- an entry whose writer vanished is **stale** once it has stood at the head longer than its
+  **lease** (the most of `TURN_TIMEOUT_SECS`, the lease its writer wrote in it from its own
+  round trips, and a few of the observer's round trips, on the observer's clock); the writer
+  that finds it removes it together with every entry ahead of its own that it has watched for
+  as long: a crash costs the writers behind one lease, once, however many entries it left.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -59,36 +50,65 @@ from aioseq.config import RECENT_WRITES
 from aioseq.errors import AioseqError, ConditionFailed, StoreError
 from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
 
-__all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_size"]
+__all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_lease_secs", "entry_size"]
 
 log = logging.getLogger("aioseq")
 
-#: The least time an entry may stay at the head before another writer removes it, in seconds.
+#: The least time an entry may stand at the head before other writers remove it, in seconds.
 TURN_TIMEOUT_SECS = 0.5
 
-#: Round trips an entry may stay at the head before another writer removes it.
-TURN_TIMEOUT_ROUND_TRIPS = 20
+#: A writer's lease on the head, in its own round trips (written in its entry).
+LEASE_ROUND_TRIPS = 4
+
+#: An observer's least patience with a head, in its own round trips.
+OBSERVER_ROUND_TRIPS = 4
 
 #: Enqueues in a row that find the writer alone before it writes without the queue again.
 SOLITARY_ENQUEUES = 2
 
-#: Pauses behind one head after which a writer's pauses double (up to that head's staleness).
+#: Pauses behind one head after which a writer's pauses double (up to that head's lease).
 LINGERING_WAITS = 4
 
-#: The first guess of a write's round trip, before one was measured (seconds).
+#: The first guess of a round trip, before one was measured (seconds).
 FIRST_ROUND_TRIP_SECS = 0.01
 
+#: Attempts to take this writer's entries out of the queue when it leaves (each one
+#: ``UpdateItem``; a failed one returns the queue as it is now).
+LEAVE_ATTEMPTS = 8
 
-def entry(token: str, size: int) -> str:
-    """A queue entry: a writer's token and the count of numbers its write takes."""
-    return f"{token}:{size}"
+#: How long a writer that seems to have nobody left to write for keeps its place, in seconds.
+GIVE_UP_GRACE_SECS = 0.02
+
+#: How long an entry whose enqueue may have been applied is looked for, in seconds (a request
+#: can arrive late: its entry may appear after its sender gave up on it).
+STRAY_SECS = 120.0
+
+
+def entry(token: str, size: int, lease_secs: float | None = None) -> str:
+    """A queue entry: a writer's token, the count of numbers its write takes and, if given,
+    how long it may hold the head (milliseconds in the entry)."""
+    if lease_secs is None:
+        return f"{token}:{size}"
+    return f"{token}:{size}:{round(lease_secs * 1000)}"
+
+
+def _fields(queued: str) -> list[str]:
+    return queued.split(":")
 
 
 def entry_size(queued: str) -> int:
     """The count of numbers a queue entry's write takes (0 for an entry aioseq did not
     write)."""
-    _, _, size = queued.rpartition(":")
+    fields = _fields(queued)
+    size = fields[1] if len(fields) in (2, 3) else ""
     return int(size) if size.isdigit() else 0
+
+
+def entry_lease_secs(queued: str) -> float:
+    """How long a queue entry's writer may hold the head, in seconds (0 when it says none)."""
+    fields = _fields(queued)
+    lease = fields[2] if len(fields) == 3 else ""
+    return int(lease) / 1000 if lease.isdigit() else 0.0
 
 
 def predicted(state: CounterState, ahead: Sequence[str]) -> CounterState:
@@ -120,43 +140,33 @@ class Turn:
     Parameters:
         store: where the counter item lives.
         key: the counter key.
+        clock: seconds, monotonic (default ``time.monotonic``).
     """
 
-    __slots__ = (
-        "_alone",
-        "_contended",
-        "_head_since",
-        "_interval",
-        "_last_writes",
-        "_mine",
-        "_paused",
-        "_position",
-        "_round_trip",
-        "_waits",
-        "enabled",
-        "key",
-        "predicting",
-        "store",
-    )
-
-    def __init__(self, store: Store, key: str) -> None:
+    def __init__(self, store: Store, key: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.key = key
+        self.clock = clock
         self._mine: str | None = None  # this writer's entry in the queue, while it has one
+        # Entries of this writer's that may be on the item though it no longer uses them (an
+        # enqueue cancelled or whose answer was lost, a place given up), and since when.
+        self._strays: dict[str, float] = {}
+        self._leaving: asyncio.Task[None] | None = None
         self._contended = False  # lost a race, or wrote behind others: enqueue to write next
         self._alone = 0  # enqueues in a row that found nobody else in the queue
         self._paused = False  # waited since last told its position: write from the prediction
         self._position = 0  # entries ahead of this writer's, as last seen
+        self._watched: dict[str, float] = {}  # entries in the queue as last seen, seen since
         self._head_since: tuple[str, float] | None = None  # another's entry at the head, since
-        self._round_trip = FIRST_ROUND_TRIP_SECS  # moving average of this writer's writes
+        self._round_trip = FIRST_ROUND_TRIP_SECS  # moving average of this writer's requests
+        self._recent: deque[float] = deque(maxlen=3)  # its last round trips
         self._interval = FIRST_ROUND_TRIP_SECS  # moving average of the time between writes
         self._last_writes: tuple[int, float] | None = None  # aioseq_writes seen, and when
         self._waits = 0  # pauses while one entry stayed at the head
         #: Whether the last `ready()` returned a prediction (not the counter item as seen).
         self.predicting = False
         #: Whether this writer queues: only while at most one of its writes is on its way at
-        #: a time (one `Turn` per writer; an object whose commits run concurrently, ungrouped
-        #: with ``max_in_flight`` other than 1, writes past the queue and backs off instead).
+        #: a time (an object whose commits run concurrently writes past the queue instead).
         self.enabled = True
 
     @property
@@ -164,46 +174,64 @@ class Turn:
         """This writer's entry in the queue, or ``None``."""
         return self._mine
 
+    @property
+    def holds(self) -> bool:
+        """Whether this writer has, or may have, entries on the counter item."""
+        return self._mine is not None or bool(self._strays)
+
     def limit(self) -> int | None:
         """The most numbers this writer's next write may take: the size it enqueued with
         (those behind it predicted from it), or ``None`` outside the queue."""
         return entry_size(self._mine) if self._mine is not None else None
 
+    @property
+    def round_trip_secs(self) -> float:
+        """This writer's round trip: a moving average (a first guess before any)."""
+        return self._round_trip
+
+    def lease_secs(self) -> float:
+        """How long this writer may hold the head (what it writes in its entry): a few of its
+        round trips, the least of its last three (a connection's set-up, or one slow answer,
+        is not a far writer)."""
+        fastest = min(self._recent) if self._recent else FIRST_ROUND_TRIP_SECS
+        return max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * fastest)
+
+    def stale_after(self, head: str) -> float:
+        """How long ``head`` may stand at the head before this writer removes it."""
+        return max(
+            TURN_TIMEOUT_SECS,
+            entry_lease_secs(head),
+            OBSERVER_ROUND_TRIPS * self.round_trip_secs,
+        )
+
     def pause_secs(self) -> float:
         """How long a writer waits for the entries ahead of its own: the interval between
-        writes it has seen on the counter (`observed()`) per entry, less half of one for the
-        head, which is already writing (at least a quarter: a write sent a little early fails
-        and costs a request, one sent late leaves the counter idle). Transactions overlap in
-        flight, so that interval is shorter than the writer's own round trip, which it
-        used before (measured, 4 processes on DynamoDB Local: half the writes sent too
-        early, the same puts/s and p99). Past the fourth pause during which one entry stayed
-        at the head (its writer may be slow, or gone), each pause doubles, up to the time
-        left until that entry is stale: a vanished writer costs the writers behind it a
-        score of attempts of their retry policy, not a hundred, and a slow one little."""
+        writes on the counter per entry, less half of one for the head, which is already
+        writing (at least a quarter). Past `LINGERING_WAITS` pauses behind one head, pauses
+        double, up to the time left until that head is stale."""
         pause = max(self._position - 0.5, 0.25) * self._interval
         if self._waits > LINGERING_WAITS and self._head_since is not None:
-            left = self._stale_secs() - (time.monotonic() - self._head_since[1])
+            head, since = self._head_since
+            left = self.stale_after(head) - (self.clock() - since)
             pause = max(pause, min(pause * 2 ** min(self._waits - LINGERING_WAITS, 16), left))
         return pause
-
-    def _stale_secs(self) -> float:
-        return max(TURN_TIMEOUT_SECS, TURN_TIMEOUT_ROUND_TRIPS * self._round_trip)
 
     def observed(self, writes: int) -> None:
         """The counter item showed ``writes`` (``aioseq_writes``) just now: the time between
         writes on the counter, from the writes seen since the last observation (at most two
         of this writer's round trips each: a pause in the traffic is not a slow counter)."""
-        now = time.monotonic()
+        now = self.clock()
         last = self._last_writes
         if last is not None and writes > last[0]:
-            sample = min((now - last[1]) / (writes - last[0]), 2 * self._round_trip)
+            sample = min((now - last[1]) / (writes - last[0]), 2 * self.round_trip_secs)
             self._interval += (sample - self._interval) / 8
         if last is None or writes != last[0]:
             self._last_writes = (writes, now)
 
     def sent(self, secs: float) -> None:
-        """A write took ``secs`` seconds (its answer came back)."""
+        """A request of this writer's took ``secs`` seconds (its answer came back)."""
         self._round_trip += (secs - self._round_trip) / 8
+        self._recent.append(secs)
 
     def committed(self, before: CounterState) -> None:
         """A write from ``before`` was applied: the entry it required is used."""
@@ -211,15 +239,37 @@ class Turn:
             self._mine = None  # (still contended if it queued behind others)
         self._head_since = None
 
-    def _stale(self, head: str) -> bool:
-        """Whether another writer's entry ``head`` has been at the head for longer than a
-        write should take."""
-        now = time.monotonic()
-        if self._head_since is None or self._head_since[0] != head:
+    def _watch(self, turns: tuple[str, ...]) -> float:
+        """Note the queue as seen now; the time."""
+        now = self.clock()
+        watched = self._watched
+        self._watched = {e: watched.get(e, now) for e in turns}
+        head = turns[0] if turns else None
+        if head is None or head == self._mine:
+            self._head_since = None
+        elif self._head_since is None or self._head_since[0] != head:
             self._head_since = (head, now)
             self._waits = 0
-            return False
-        return now - self._head_since[1] > self._stale_secs()
+        for stray, since in list(self._strays.items()):
+            if stray not in turns and now - since > STRAY_SECS:
+                del self._strays[stray]
+        return now
+
+    def _removable(self, turns: tuple[str, ...], now: float) -> list[tuple[int, str]]:
+        """The entries this writer takes out of the queue now, with their indices: its own
+        strays; and, once the head is stale, the head and every entry ahead of this writer's
+        that it has watched for as long as that entry may hold the head."""
+        found = [(i, e) for i, e in enumerate(turns) if e in self._strays]
+        head = self._head_since
+        if head is None or now - head[1] <= self.stale_after(head[0]):
+            return found
+        end = turns.index(self._mine) if self._mine in turns else len(turns)
+        for i, e in enumerate(turns[:end]):
+            if e in self._strays:
+                continue
+            if i == 0 or now - self._watched.get(e, now) > self.stale_after(e):
+                found.append((i, e))
+        return sorted(found)
 
     def lost_race(self, state: CounterState | None) -> Verdict:
         """The verdict on a write that lost the race on the counter, given the counter item
@@ -245,8 +295,9 @@ class Turn:
         """The counter item to write ``size`` numbers from, given ``state`` (the item as last
         seen): ``state`` itself for a lone writer or the head of the queue, the predicted
         item for a writer further back that has waited its turn. Enqueues this writer first
-        when it must (one ``UpdateItem``) and removes a stale head (one ``UpdateItem``);
-        ``saw`` is given the counter item either returned and gives back its state.
+        when it must (one ``UpdateItem``) and removes its strays and stale entries (one
+        ``UpdateItem``); ``saw`` is given the counter item either returned and gives back
+        its state.
 
         Raises:
             TurnHeld: writers ahead of this one have not written yet (the engine waits).
@@ -254,19 +305,22 @@ class Turn:
         self.predicting = False
         if not self.enabled:
             return state
-        for _ in range(4):  # a stale head removed, this writer enqueued: at most 3 rounds
+        for _ in range(4):  # entries removed, this writer enqueued: at most 3 rounds
             turns = state.turns
             if not state.exists:  # a new counter: its first write creates it, no queue
                 self._mine = None
                 return state
+            now = self._watch(turns)
             if self._mine is not None and self._mine not in turns:
                 self._mine = None  # removed as stale by another writer: enqueue again
                 self._contended = True
+            removable = self._removable(turns, now)
+            if removable:
+                _, item = await self._remove(removable)
+                state = saw(item)
+                continue
             if self._mine is None and not turns and not self._contended:
                 return state  # a lone writer
-            if turns and turns[0] != self._mine and self._stale(turns[0]):
-                state = saw(await self._remove_head(turns[0]))
-                continue
             if self._mine is None:
                 state = saw(await self._enqueue(size))
                 continue
@@ -274,6 +328,7 @@ class Turn:
             if position == 0:
                 return state
             if self._paused:
+                log.debug("counter %r: predicted at %d: %s", self.key, position, turns)
                 self._paused = False
                 self._waits += 1  # (back to 0 when the head changes)
                 self.predicting = True
@@ -284,20 +339,21 @@ class Turn:
         raise TurnHeld(self.key, len(state.turns))
 
     async def _update(self, **params: Any) -> dict[str, Any]:
-        """One ``UpdateItem`` of the counter item (1 WCU; one attempt: the caller runs under
-        the retry engine)."""
-        return await self.store.call(
+        """One ``UpdateItem`` of the counter item (1 WCU; one attempt), timed."""
+        started = self.clock()
+        response = await self.store.call(
             "update_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key(self.key),
             **params,
         )
+        self.sent(self.clock() - started)
+        return response
 
     async def _enqueue(self, size: int) -> Item:
-        token = entry(new_token(), size)
+        token = entry(new_token(), size, self.lease_secs())
         # Its own before the answer: an enqueue whose answer was lost is recognised on the
-        # counter item's next read (`CounterItem.ready()` forgets the item it saw) instead
-        # of being left as another's entry, which would hold everyone until found stale.
+        # counter item's next read (`CounterItem.ready()` forgets the item it saw).
         self._mine = token
         try:
             response = await self._update(
@@ -313,60 +369,121 @@ class Turn:
         except ConditionFailed:  # the counter item is gone: the next write creates it
             self._mine, self._contended = None, False
             return {}
-        except BaseException as exc:
-            if not (isinstance(exc, AioseqError) and exc.maybe_applied):
+        except AioseqError as exc:
+            if not exc.maybe_applied:
                 self._mine = None  # not applied: nothing of it is on the counter item
             raise
+        except BaseException:  # cancelled: it may have been applied, and nobody will use it
+            self._mine = None
+            self._strays[token] = self.clock()
+            raise
         attributes: Item = response.get("Attributes") or {}
+        log.debug("counter %r: enqueued %s: %s", self.key, token, turns_of(attributes))
         # Found alone in the queue twice in a row, the next write after this one tries
-        # without it; once is not enough: others often enqueue just behind (measured: a lone
-        # write sent then fails, a round trip lost and the writer at the back of the queue).
+        # without it; once is not enough: others often enqueue just behind.
         self._alone = 0 if len(turns_of(attributes)) > 1 else self._alone + 1
         self._contended = self._alone < SOLITARY_ENQUEUES
         return attributes
 
-    async def _remove(self, i: int, queued: str) -> tuple[bool, Item]:
-        """``REMOVE #turn[i] IF #turn[i] = :entry`` (one ``UpdateItem``): whether ``queued``
-        was removed, and the counter item after (``ALL_NEW``), or as it is when it was not
-        there (``ALL_OLD``; empty if the item is gone)."""
+    async def _remove(self, entries: Sequence[tuple[int, str]]) -> tuple[bool, Item]:
+        """``REMOVE #turn[i], ... IF #turn[i] = :entry AND ...`` (one ``UpdateItem``): whether
+        ``entries`` (index, entry) were removed, and the counter item after (``ALL_NEW``), or
+        as it is when one was not there (``ALL_OLD``; empty if the item is gone)."""
+        names = {"#turn": TURN_ATTRIBUTE}
+        values = {f":e{n}": {"S": e} for n, (_, e) in enumerate(entries)}
         try:
             response = await self._update(
-                UpdateExpression=f"REMOVE #turn[{i}]",
-                ConditionExpression=f"#turn[{i}] = :entry",
-                ExpressionAttributeNames={"#turn": TURN_ATTRIBUTE},
-                ExpressionAttributeValues={":entry": {"S": queued}},
+                UpdateExpression="REMOVE " + ", ".join(f"#turn[{i}]" for i, _ in entries),
+                ConditionExpression=" AND ".join(
+                    f"#turn[{i}] = :e{n}" for n, (i, _) in enumerate(entries)
+                ),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ConditionFailed as exc:  # the queue moved, or the entry is gone
+        except ConditionFailed as exc:  # the queue moved, or an entry is gone
             return False, exc.item or {}
+        log.debug("counter %r: removed %s", self.key, entries)
+        for _, e in entries:
+            self._strays.pop(e, None)
+        if self._head_since is not None and any(e == self._head_since[0] for _, e in entries):
+            self._head_since = None
         attributes: Item = response.get("Attributes") or {}
         return True, attributes
 
-    async def leave(self, turns: tuple[str, ...]) -> None:
-        """Take this writer's entry out of the queue when nobody is left for it to write
-        for (its callers gone, its object closing, its commit failed): one ``UpdateItem``,
-        ``REMOVE #turn[i] IF #turn[i] = :entry``, at the index ``turns`` (the queue as last
-        seen) shows, then once
-        more at the index its failure returns. Best effort: an entry left (an error, an
-        unknown queue) is removed by the writers behind it once it is stale."""
-        mine, self._mine = self._mine, None
-        for _ in range(2):
-            if mine is None or mine not in turns:
-                return
-            try:
-                removed, item = await self._remove(turns.index(mine), mine)
-            except StoreError as exc:
-                log.debug("counter %r: left the queue's entry to go stale: %s", self.key, exc)
-                return
-            if removed:
-                return
-            turns = turns_of(item)  # try at the index it has now
+    def give_up(self, wanted: Callable[[], bool] | None = None) -> None:
+        """This writer seems to have nobody left to write for. Unless ``wanted()`` says
+        otherwise after `GIVE_UP_GRACE_SECS` (callers whose deadline just ended often call
+        again at once), its entry becomes a stray and a task of its own takes it out of the
+        queue (see `leave()`). Returns at once; no request on the caller's path."""
+        if self._leaving is None:
+            self._leaving = asyncio.get_running_loop().create_task(
+                self._give_up_later(wanted), name=f"aioseq-leave({self.key!r})"
+            )
 
-    async def _remove_head(self, head: str) -> Item:
-        """Remove another writer's stale entry at the head (unless its writer wrote
-        meanwhile, or another removed it); the counter item as it is now."""
-        removed, item = await self._remove(0, head)
-        if removed:
-            self._head_since = None
+    async def _give_up_later(self, wanted: Callable[[], bool] | None) -> None:
+        try:
+            await asyncio.sleep(GIVE_UP_GRACE_SECS)
+            if wanted is not None and wanted():
+                return  # a commit uses the place again
+            log.debug("counter %r: gave up %s (strays %s)", self.key, self._mine, self._strays)
+            self._drop_place()
+            await self._leave_now(None)
+        finally:
+            self._leaving = None
+
+    def _drop_place(self) -> None:
+        if self._mine is not None:
+            self._strays[self._mine] = self.clock()
+            self._mine = None
+        self._contended = False
+        self._paused = False
+
+    async def leave(self, turns: tuple[str, ...] | None = None) -> None:
+        """Take this writer's entries out of the queue now and wait until they are out (its
+        close). ``turns``: the queue as last seen, if known."""
+        self._drop_place()
+        task = self._leaving
+        if task is not None:
+            await asyncio.shield(task)
+        if self._strays:
+            await self._leave_now(turns)
+
+    async def _leave_now(self, turns: tuple[str, ...] | None) -> None:
+        """Remove this writer's strays wherever they stand: at the indices the queue shows
+        (``turns``, else read), and again at those each failed removal returns, at most
+        `LEAVE_ATTEMPTS` requests, each under the store's retry policy. A stray not on the
+        item as read is forgotten. An error is logged: entries left go stale, and the writers
+        behind remove them after their lease."""
+        fresh = False
+        try:
+            for _ in range(LEAVE_ATTEMPTS):
+                looked_for = set(self._strays)
+                if turns is None:
+                    turns = turns_of(await self.store.retry.run(self._read, counter_key=self.key))
+                    fresh = True
+                mine = [(i, e) for i, e in enumerate(turns) if e in self._strays]
+                if not mine:
+                    if fresh:  # (an enqueue that arrives later goes stale for the others)
+                        for stray in looked_for:
+                            self._strays.pop(stray, None)
+                        return
+                    turns = None  # maybe an old view: read the item
+                    continue
+                _, item = await self.store.retry.run(
+                    functools.partial(self._remove, mine), counter_key=self.key
+                )
+                turns, fresh = turns_of(item), True
+        except StoreError as exc:
+            log.info("counter %r: could not leave the counter's queue: %s", self.key, exc)
+
+    async def _read(self) -> Item:
+        response = await self.store.call(
+            "get_item",
+            TableName=self.store.table.name,
+            Key=self.store.counter_item_key(self.key),
+            ConsistentRead=True,
+        )
+        item: Item = response.get("Item") or {}
         return item

@@ -144,13 +144,16 @@ class OptimisticCounter(Strategy):
                 if pending is not None and maybe_applied:
                     self._lost.lost(pending, "every caller of it was cancelled")
                 group = [take for take in takes if take.waiting]
-                if not group:
-                    await self._item.leave()  # (an entry queued for nobody holds the others)
+                if not group:  # (its place in the queue is kept for the callers behind)
                     return
                 before = await self._item.ready(
                     sum(take.request for take in group), predict=self.write == "update"
                 )
-                group = _within(group, self._item.limit())
+                limit = self._item.limit()
+                group = _within(group, limit)
+                if limit is not None:
+                    self._top_up(takes, limit - sum(take.request for take in group), _count)
+                    group = _within([take for take in takes if take.waiting], limit)
                 pending = self._item.new_write(before, sum(take.request for take in group))
                 maybe_applied = False
             write = pending
@@ -176,13 +179,16 @@ class OptimisticCounter(Strategy):
                     take.future.set_result(range(start, start + take.request))
                 start += take.request
 
+        failed = True
         try:
             await self._retry(attempt, self._verdict)
+            failed = False
         except AioseqError:
             if pending is not None and maybe_applied:
                 self._lost.lost(pending, "the retry policy ran out first")
-            await self._item.leave()
             raise
+        finally:
+            self._keep_place(takes, failed=failed)
 
     def _verdict(self, exc: Exception) -> Verdict:
         """A write is retried after a backoff on a transient error; one that lost the race is
@@ -212,6 +218,10 @@ class OptimisticCounter(Strategy):
         if not condition["ExpressionAttributeValues"]:  # a put has no update expression
             del condition["ExpressionAttributeValues"]
         await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)
+
+
+def _count(n: int) -> int:
+    return n
 
 
 def _within(group: list[Waiter[int, range]], limit: int | None) -> list[Waiter[int, range]]:

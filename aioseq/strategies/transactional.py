@@ -20,7 +20,6 @@ from aioseq.config import (
     check_table_name,
 )
 from aioseq.errors import (
-    AioseqError,
     ConditionFailed,
     ConfigurationError,
     ItemAlreadyExists,
@@ -271,13 +270,14 @@ class TransactionalCounter(Strategy):
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
-        so that its group's coalescer holds it weakly (no reference cycle). A commit that
-        fails leaves the counter's queue (the next one joins it again if it must)."""
+        so that its group's coalescer holds it weakly (no reference cycle). Its place in the
+        counter's queue is kept while callers wait, else given up."""
+        failed = True
         try:
             await self._committer.commit(puts)
-        except AioseqError:
-            await self._item.leave()
-            raise
+            failed = False
+        finally:
+            self._keep_place(puts, failed=failed)
 
     # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
 
@@ -287,13 +287,13 @@ class TransactionalCounter(Strategy):
         the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
         waiting = sum(put.waiting for put in puts)
-        if not waiting:
-            await self._item.leave()  # (an entry queued for nobody would hold the others)
+        if not waiting:  # (its place in the queue is kept for the callers behind)
             return None
         before = await self._item.ready(min(waiting, limit or MAX_GROUP_SIZE))
         queued = self._item.limit()  # the size it queued with: those behind predicted it
         if queued is not None:
             limit = queued if limit is None else min(limit, queued)
+            self._top_up(puts, limit - sum(put.waiting for put in puts), _one)
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None
@@ -435,6 +435,10 @@ class TransactionalCounter(Strategy):
                 return self._item.lost_race()
             return Verdict.RETRY
         return Verdict.FAIL
+
+
+def _one(_: object) -> int:
+    return 1
 
 
 @dataclass

@@ -8,12 +8,9 @@ from checks import Clock
 from aioseq.strategies._turn import FIRST_ROUND_TRIP_SECS, Turn
 
 
-def test_the_time_between_writes_follows_the_writes_seen(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_time_between_writes_follows_the_writes_seen() -> None:
     clock = Clock(100.0)
-    monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
-    turn = Turn(store=None, key="c")  # type: ignore[arg-type]  # (no request is made)
+    turn = Turn(store=None, key="c", clock=clock)  # type: ignore[arg-type]  # (no request)
     turn.sent(0.02)  # its own writes take ~20 ms
     turn.observed(10)
     for _ in range(40):  # 4 writes every 20 ms: one write every 5 ms
@@ -24,12 +21,11 @@ def test_the_time_between_writes_follows_the_writes_seen(
     assert turn.pause_secs() == pytest.approx(2.5 * 0.005, rel=0.05)
 
 
-def test_a_pause_in_the_traffic_is_not_a_slow_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pause_in_the_traffic_is_not_a_slow_counter() -> None:
     clock = Clock(100.0)
-    monkeypatch.setattr("aioseq.strategies._turn.time.monotonic", clock)
-    turn = Turn(store=None, key="c")  # type: ignore[arg-type]
+    turn = Turn(store=None, key="c", clock=clock)  # type: ignore[arg-type]
     turn.observed(10)
     clock.now += 60.0  # a minute with no writes, then one
     turn.observed(11)
     # One sample, capped at two round trips: the estimate moves by an eighth of that only.
-    assert turn._interval <= FIRST_ROUND_TRIP_SECS + 2 * turn._round_trip / 8
+    assert turn._interval <= FIRST_ROUND_TRIP_SECS + 2 * turn.round_trip_secs / 8
