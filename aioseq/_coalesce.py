@@ -200,6 +200,11 @@ class Coalescer(Generic[R, T]):
         self._closed = False
 
     @property
+    def max_batch(self) -> int | None:
+        """The most waiters handed to one flush (``None``: all)."""
+        return self._max_batch
+
+    @property
     def flushing(self) -> bool:
         """True while a flush task is running."""
         return self._task is not None

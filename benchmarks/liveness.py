@@ -632,6 +632,39 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _row_figures(row: dict[str, Any]) -> str:
+    """A row's figures in a few words (for `compare_table()`)."""
+    if row["section"] == "killed":
+        first = row["first_number"]
+        taken = f"{first['secs']} s" if "secs" in first else first.get("error", "?")
+        return f"first number in {taken}; {row['entries_before']} entries left by the killed"
+    if row["section"] == "far":
+        per = row["per_process"]
+        shares = list(per.values() if isinstance(per, dict) else per)
+        return f"far writer {shares[0]:,} puts, near {'/'.join(f'{v:,}' for v in shares[1:])}"
+    return (
+        f"{row['served']:,} served; standstill {row['longest_standstill_secs']} s;"
+        f" {row['entries_left']} entries left"
+    )
+
+
+def compare_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Each row of ``after`` beside the row of ``before`` with the same variant, and whether
+    ``after`` met the issue's goals."""
+    earlier = {(r["section"], r["variant"]): r for r in before["rows"]}
+    lines = [
+        "| section | variant | before | now | goals met |",
+        "|---|---|---|---|---|",
+    ]
+    for r in after["rows"]:
+        old = earlier.get((r["section"], r["variant"]))
+        lines.append(
+            f"| {r['section']} | {r['variant']} | {_row_figures(old) if old else ''} |"
+            f" {_row_figures(r)} | {'yes' if r['ok'] else 'NO: ' + _goals_text(r)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _uptime() -> str:
     load = os.getloadavg()
     return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"

@@ -319,6 +319,19 @@ def fairness_targets() -> None:
     emit(fairness.targets_table(_report("fairness")), lang=None)
 
 
+def liveness_table() -> None:
+    """The writers' queue's liveness, now and before issue 29, from
+    docs/performance/liveness.json and liveness-before.json."""
+    from benchmarks import liveness
+
+    now, before = _report("liveness"), _report("liveness-before")
+    emit(
+        f"Now: `{now['command']}`, {now['date']}, {now['load_at_start']} at the start."
+        f" Before: {before['note']}, {before['date']}.\n\n{liveness.compare_table(before, now)}",
+        lang=None,
+    )
+
+
 def guard_table() -> None:
     """The hot path's guarded figures, from docs/performance/guard.json."""
     from benchmarks import guard

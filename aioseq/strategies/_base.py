@@ -312,13 +312,15 @@ class Strategy:
         if group is None or room <= 0:
             return
         left = room
+        callers = sum(w.waiting for w in batch)
 
         def fits(request: Any) -> bool:
-            nonlocal left
+            nonlocal left, callers
             wanted = size(request)
-            if wanted > left:
+            if wanted > left or (group.max_batch is not None and callers >= group.max_batch):
                 return False
             left -= wanted
+            callers += 1
             return True
 
         batch.extend(group.claim(fits))

@@ -234,3 +234,24 @@ async def test_an_owner_that_gives_its_methods_dies_by_reference_counting() -> N
         gc.enable()
     with pytest.raises(StoreClosed, match="dropped"):  # nobody is left to serve a caller
         await coalescer.submit(6)
+
+
+async def test_a_flush_claims_callers_waiting_behind_it_that_fit() -> None:
+    """A flush whose own callers left (a deadline) tops its batch up from the callers
+    queued behind it, in order, while they fit; cancelled ones are dropped on the way."""
+    coalescer: Coalescer[int, int] = Coalescer(Recorder())
+    loop = asyncio.get_running_loop()
+    queued = [Waiter(n, loop.create_future()) for n in (1, 2, 5, 1)]
+    queued[1].future.cancel()
+    coalescer.queue.extend(queued)
+    room = 6
+
+    def fits(request: int) -> bool:
+        nonlocal room
+        if request > room:
+            return False
+        room -= request
+        return True
+
+    assert coalescer.claim(fits) == [queued[0], queued[2]]  # 1 + 5; the cancelled 2 dropped
+    assert list(coalescer.queue) == [queued[3]]  # the next did not fit: it waits, in order
