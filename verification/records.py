@@ -25,7 +25,8 @@ class Call:
         numbers: the numbers the caller got, or ``None`` if the call failed.
         error: the error's class name when the call failed (``RetriesExhausted`` with its last
             error's: ``"RetriesExhausted(TransactionCanceled)"``; ``"CancelledError"`` for a
-            cancelled caller).
+            cancelled caller; ``"TimeoutError"`` for a call past its deadline, which
+            ``asyncio.wait_for`` cancelled).
         payload: what the call stored with its number (unique to the call; the item-writing
             strategies' items hold it), or ``None`` when unknown. ``<process>/...`` by
             convention, so an item of a killed process can be told by its payload alone.
@@ -43,7 +44,9 @@ class Call:
 
     @property
     def cancelled(self) -> bool:
-        return self.error == "CancelledError"
+        """Cancelled by its caller, or by its deadline (``asyncio.wait_for`` cancels the call
+        it gives up on, then raises ``TimeoutError``)."""
+        return self.error in ("CancelledError", "TimeoutError")
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {**self.__dict__}

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from aioseq.testing.fault_proxy import APPLIED_KINDS, KINDS
 from verification.history import Report
 
-__all__ = ["VICTIM", "VICTIM_AGAIN", "Soak", "describe_faults", "intro", "transcript"]
+__all__ = [
+    "VICTIM",
+    "VICTIM_AGAIN",
+    "Deadlines",
+    "Soak",
+    "describe_faults",
+    "intro",
+    "transcript",
+]
 
 
 #: The process killed mid-run, and the one that takes the rest of its numbers.
@@ -51,6 +59,59 @@ def describe_faults(rates: Mapping[str, float], *, read_timeout_secs: float) -> 
 
 
 @dataclass(frozen=True)
+class Deadlines:
+    """Whether one strategy's counter kept moving in a soak under deadlines (every call in
+    ``asyncio.wait_for(..., deadline_secs)``).
+
+    Attributes:
+        deadline_secs: every call's deadline, in seconds.
+        timed_out: calls that timed out (the checker counts them as cancelled calls).
+        standstill_secs: the longest interval in which some caller was waiting and no process
+            completed a call, in seconds.
+        max_standstill_secs: the bound ``standstill_secs`` must not exceed.
+        entries_left: the writers' queue entries (``aioseq_turn``) left on the counter item
+            after every process closed, by the process that enqueued them (``"?"`` when the
+            wire log does not tell).
+        killed: the process killed mid-run, whose entries may be left (it never closed), or
+            ``None``.
+    """
+
+    deadline_secs: float
+    timed_out: int
+    standstill_secs: float
+    max_standstill_secs: float
+    entries_left: dict[str, int]
+    killed: str | None = None
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per broken bound: a standstill past the bound, an entry left by a process
+        that closed (or whose owner is unknown)."""
+        problems = []
+        if self.standstill_secs > self.max_standstill_secs:
+            problems.append(
+                f"the counter stood still for {self.standstill_secs:.2f} s "
+                f"(bound {self.max_standstill_secs:g} s)"
+            )
+        closed = {p: n for p, n in self.entries_left.items() if p != self.killed}
+        if closed:
+            problems.append(
+                f"{sum(closed.values())} queue entries left after a clean close ("
+                + ", ".join(f"{p} {n}" for p, n in sorted(closed.items()))
+                + ")"
+            )
+        return problems
+
+    def entries(self) -> str:
+        """The entries left, in words."""
+        total = sum(self.entries_left.values())
+        killed = self.entries_left.get(self.killed or "", 0)
+        if not total:
+            return "0"
+        return f"{total}" + (f" ({killed} of the killed {self.killed})" if killed else "")
+
+
+@dataclass(frozen=True)
 class Soak:
     """One strategy's soak.
 
@@ -61,6 +122,7 @@ class Soak:
         injected: faults injected, by kind.
         killed_after: calls the killed process had completed when it was killed, or ``None``
             when nobody was killed (``kill_at`` 0).
+        deadlines: under deadlines, whether the counter kept moving; else ``None``.
     """
 
     report: Report
@@ -68,18 +130,31 @@ class Soak:
     requests: int
     injected: Counter[str]
     killed_after: int | None = None
+    deadlines: Deadlines | None = None
+
+    @property
+    def problems(self) -> list[str]:
+        """The checker's problems, then the deadlines' (:attr:`Deadlines.problems`)."""
+        return self.report.problems + (self.deadlines.problems if self.deadlines else [])
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
 
     def to_json(self) -> dict[str, Any]:
         """This soak as JSON-ready values (counts by cause or kind as objects, in their
         order); :meth:`from_json` reads it back."""
         report = {f.name: getattr(self.report, f.name) for f in fields(self.report)}
-        return {
+        data = {
             "report": {k: dict(v) if isinstance(v, Counter) else v for k, v in report.items()},
             "wall_secs": self.wall_secs,
             "requests": self.requests,
             "injected": dict(self.injected),
             "killed_after": self.killed_after,
         }
+        if self.deadlines is not None:
+            data["deadlines"] = asdict(self.deadlines)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Soak:
@@ -94,6 +169,7 @@ class Soak:
             requests=data["requests"],
             injected=Counter(data["injected"]),
             killed_after=data["killed_after"],
+            deadlines=Deadlines(**data["deadlines"]) if data.get("deadlines") else None,
         )
 
 
@@ -118,11 +194,18 @@ def intro(parameters: Mapping[str, Any], endpoint_url: str) -> list[str]:
     p = parameters
     killing = f"{VICTIM} killed (SIGKILL) after {p['kill_at']:.0%} of its calls"
     faults = describe_faults(p["faults"], read_timeout_secs=p["read_timeout_secs"])
+    deadline = p.get("deadline_secs")
     return [
         f"soak: {len(p['strategies'])} strategies x {p['processes']} processes x "
         f"{p['concurrency']} tasks x {p['count']} numbers via a fault proxy to {endpoint_url}; "
         + (f"{killing}, then {VICTIM_AGAIN}" if p["kill_at"] else "no process killed")
-        + f"; {p['cancel_rate']:.1%} of calls cancelled",
+        + f"; {p['cancel_rate']:.1%} of calls cancelled"
+        + (
+            f"; every call under a {deadline:g} s deadline (asyncio.wait_for), standstills "
+            f"up to {p.get('max_standstill_secs', 2.0):g} s allowed"
+            if deadline
+            else ""
+        ),
         f"faults (seed {p['seed']}): {faults}",
         _header(),
     ]
@@ -177,7 +260,7 @@ def _rows(soak: Soak) -> list[str]:
             r.order_violations,
         ]
     )
-    check = "ok" if r.ok else "FAILED: " + "; ".join(r.problems)
+    check = "ok" if soak.ok else "FAILED: " + "; ".join(soak.problems)
     applied = sum(soak.injected[k] for k in APPLIED_KINDS)
     lines = [
         f"{row}  {check}",
@@ -197,6 +280,13 @@ def _rows(soak: Soak) -> list[str]:
         lines.append(
             f"    {VICTIM} killed after {soak.killed_after} calls; {VICTIM_AGAIN} took the rest"
         )
+    d = soak.deadlines
+    if d is not None:
+        lines.append(
+            f"    deadline {d.deadline_secs:g} s: {d.timed_out} of {r.calls} calls timed out "
+            f"({d.timed_out / max(r.calls, 1):.1%}); longest standstill "
+            f"{d.standstill_secs:.2f} s; queue entries left after close: {d.entries()}"
+        )
     return lines
 
 
@@ -213,6 +303,24 @@ def _summary(results: list[Soak]) -> list[str]:
     requests = sum(s.requests for s in results)
     applied = sum(injected[k] for k in APPLIED_KINDS)
     total = sum(injected.values())
+    under = [s for s in results if s.deadlines is not None]
+    moving = []
+    if under:
+        calls = sum(s.report.calls for s in under)
+        timed_out = sum(s.deadlines.timed_out for s in under if s.deadlines)
+        longest = max(under, key=lambda s: s.deadlines.standstill_secs if s.deadlines else 0.0)
+        assert longest.deadlines is not None
+        left: Counter[str] = Counter()
+        for s in under:
+            left.update(s.deadlines.entries_left if s.deadlines else {})
+        killed = sum(n for p, n in left.items() if p == VICTIM)
+        moving = [
+            f"calls timed out: {timed_out} of {calls} ({timed_out / max(calls, 1):.1%})",
+            f"longest standstill: {longest.deadlines.standstill_secs:.2f} s "
+            f"({longest.report.strategy}; bound {longest.deadlines.max_standstill_secs:g} s)",
+            f"queue entries left after close: {sum(left.values())}"
+            + (f" ({killed} of the killed {VICTIM})" if killed else ""),
+        ]
     return [
         f"numbers checked: {sum(s.report.numbers for s in results)}",
         f"requests: {requests}; faults injected: {total} ({total / max(requests, 1):.2%}), "
@@ -225,7 +333,8 @@ def _summary(results: list[Soak]) -> list[str]:
         f"failed calls: {sum(failed.values())} ({_causes(failed)})",
         f"gaps by cause: {_causes(gaps)}",
         f"unacknowledged items by cause: {_causes(unacknowledged)}",
-        "all guarantees held"
-        if all(s.report.ok for s in results)
-        else "FAILED: " + ", ".join(s.report.strategy for s in results if not s.report.ok),
+        *moving,
+        ("all guarantees held, every counter kept moving" if under else "all guarantees held")
+        if all(s.ok for s in results)
+        else "FAILED: " + ", ".join(s.report.strategy for s in results if not s.ok),
     ]
