@@ -312,7 +312,10 @@ class Turn:
                 return state
             now = self._watch(turns)
             if self._mine is not None and self._mine not in turns:
-                self._mine = None  # removed as stale by another writer: enqueue again
+                # Removed as stale by another writer, or an enqueue whose answer was lost
+                # that has not arrived yet (it may still): a stray; enqueue again.
+                self._strays[self._mine] = now
+                self._mine = None
                 self._contended = True
             removable = self._removable(turns, now)
             if removable:
