@@ -57,3 +57,7 @@ class Store(Protocol):
 
     def _adopt(self, thing: Closeable) -> None:
         """Remember ``thing`` to close it with the store."""
+
+    def _revive(self, thing: Closeable) -> None:
+        """``thing``, which the store dropped as idle, is in use again: keep it (see
+        `aioseq._registry.Registry.revive()`)."""

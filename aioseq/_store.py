@@ -355,6 +355,11 @@ class DynamoStore:
         self._check_open()
         self._made.add(thing)
 
+    def _revive(self, thing: Closeable) -> None:
+        """A shared object this store dropped as idle is in use again: share it again, or
+        keep it until it is idle again (`Registry.revive()`)."""
+        self._shared.revive(thing)  # type: ignore[arg-type]
+
     def _shrink_made(self) -> None:
         """Rebuild the set of what this store made once it holds under a quarter of its
         peak (a set keeps the room of its largest size: 100,000 keys dropped would otherwise

@@ -127,11 +127,11 @@ class BlockAllocator:
     # fmt: off
     __slots__ = (
         "__weakref__", "_base", "_block_size", "_clock", "_close_finished", "_closed",
-        "_coalescer", "_counter", "_end_k", "_handed_out_at_last_refill", "_last_refill_at",
-        "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills", "_refills_waited",
-        "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting", "_wasted", "key",
-        "max_block_size", "max_value", "min_block_size", "offset", "prefetch_at", "stride",
-        "target_refill_interval_secs",
+        "_coalescer", "_counter", "_end_k", "_evicted", "_handed_out_at_last_refill",
+        "_last_refill_at", "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills",
+        "_refills_waited", "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting",
+        "_wasted", "key", "max_block_size", "max_value", "min_block_size", "offset",
+        "prefetch_at", "stride", "target_refill_interval_secs",
     )
     # fmt: on
 
@@ -212,6 +212,7 @@ class BlockAllocator:
         self._loop_state: ThreadOf = UNBOUND
         self._closed = False
         self._close_finished = False
+        self._evicted = False  # dropped by its store, and not used since
         self._reserved = self._returned = self._wasted = 0
         self._refills = self._refills_waited = 0
         self._last_refill_at: float | None = None
@@ -328,6 +329,9 @@ class BlockAllocator:
             return  # a prefetch that is no longer needed
         self._resize()
         size = max(self._block_size, demand + self._low_water)
+        if self._evicted:  # a caller held it across its drop: the store keeps it again
+            self._evicted = False
+            self._counter.store._revive(self)
         observer = self._counter.store.observer
         if observer is None:
             reserved = await self._counter.next_many(size)
@@ -498,6 +502,7 @@ class BlockAllocator:
             return 0, 0
         tail = self._tail()
         held = self.available
+        self._evicted = True
         self._next_k = self._end_k = self._spare_count = 0
         self._spare.clear()
         self._blocks_changed()
