@@ -347,17 +347,11 @@ class DynamoStore:
         await self.transport.aclose(deadline=deadline)
 
     def _adopt(self, thing: Closeable) -> None:
-        """Remember an object made on this store, to close it with the store.
-
-        Raises:
-            StoreClosed: the store is closed (or closing).
-        """
+        """Remember an object made on this store, to close it with the store (one dropped as
+        idle and in use again is kept again: `Registry.revive()`). Raises ``StoreClosed``
+        when the store is closed (or closing)."""
         self._check_open()
         self._made.add(thing)
-
-    def _revive(self, thing: Closeable) -> None:
-        """A shared object this store dropped as idle is in use again: share it again, or
-        keep it until it is idle again (`Registry.revive()`)."""
         self._shared.revive(thing)  # type: ignore[arg-type]
 
     def _shrink_made(self) -> None:

@@ -210,9 +210,8 @@ class BlockAllocator:
         # Its ``_thread_id``: the thread the bound loop runs in, while it runs (else None;
         # UNBOUND's is always None: before the first call and after the close). See _bind().
         self._loop_state: ThreadOf = UNBOUND
-        self._closed = False
+        self._closed = self._evicted = False  # (evicted: dropped by its store, unused since)
         self._close_finished = False
-        self._evicted = False  # dropped by its store, and not used since
         self._reserved = self._returned = self._wasted = 0
         self._refills = self._refills_waited = 0
         self._last_refill_at: float | None = None
@@ -329,9 +328,9 @@ class BlockAllocator:
             return  # a prefetch that is no longer needed
         self._resize()
         size = max(self._block_size, demand + self._low_water)
-        if self._evicted:  # a caller held it across its drop: the store keeps it again
+        if self._evicted:  # a caller held it across its drop: its store takes it back
             self._evicted = False
-            self._counter.store._revive(self)
+            self._counter.store._adopt(self)
         observer = self._counter.store.observer
         if observer is None:
             reserved = await self._counter.next_many(size)
@@ -493,11 +492,9 @@ class BlockAllocator:
     async def _evict(self) -> tuple[int, int]:
         """The store drops this idle allocator: give the unused tail back (the conditional
         write of [`aclose()`][aioseq.BlockAllocator.aclose]) and let go of every block, staying
-        usable (a caller that still holds it refills on its next call). Returns ``(returned,
-        wasted)``.
-
-        The blocks are let go of before the write is awaited, so a ``next()`` meanwhile
-        refills instead of taking a number that is being given back."""
+        usable: a caller that still holds it refills, which hands it back to the store. Returns
+        ``(returned, wasted)``. The blocks are let go of before the write is awaited, so a
+        ``next()`` meanwhile refills instead of taking a number that is being given back."""
         if self._closed or self._busy():
             return 0, 0
         tail = self._tail()
