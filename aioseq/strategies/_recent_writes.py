@@ -295,18 +295,25 @@ class LostAnswers:
         #: Numbers of writes that may have been applied and whose outcome will not be known.
         self.unresolved = 0
 
-    def was_applied(self, write: CounterWrite, found: Mapping[str, AttributeValue] | None) -> bool:
+    def was_applied(
+        self, write: CounterWrite, found: Mapping[str, AttributeValue] | None
+    ) -> bool | None:
         """Whether ``write``, resent after an answer that may have been lost, had been applied
         after all, judged from the counter item ``found`` by its failed condition (``ALL_OLD``).
-        When that can no longer be told, its numbers are counted as unresolved and False is
-        returned: numbers possibly lost, never numbers handed out twice."""
+        When that can no longer be told, its numbers are counted as unresolved and ``None``
+        (false) is returned: numbers possibly lost, never numbers handed out twice."""
         applied = write.applied_in(found, key=self.key, table=self.table)
         if applied:
             self.recovered += len(write.numbers)
-            return True
-        if applied is None:
+        elif applied is None:
             self.lost(write, f"more than {RECENT_WRITES} writes followed it")
-        return False
+        return applied
+
+    def found_applied(self, write: CounterWrite) -> None:
+        """A write counted as unresolved turned out applied (its items were found stored):
+        its numbers are handed out after all."""
+        self.unresolved -= len(write.numbers)
+        self.recovered += len(write.numbers)
 
     def recovered_writes(self, numbers: int) -> None:
         """Count ``numbers`` handed out from a write whose answer was lost and that was found
