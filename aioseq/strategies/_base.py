@@ -218,6 +218,7 @@ class Strategy:
         self._closed = True
         if self._group is not None:
             await self._group.close()
+        self._lost.seen(None, last=True)  # writes given up on and never judged: counted
         await self._item.leave()  # a place in the counter's queue nobody will use
 
     def _grouper(

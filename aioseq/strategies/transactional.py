@@ -85,9 +85,10 @@ class TransactionalCounter(Strategy):
     is then found in the way, exactly as the earlier transaction made it for its number
     (``ALL_OLD``), that transaction was applied: its puts get its numbers, no longer counted.
     Otherwise an item keyed by its number may be stored twice, and an item made the same for
-    any number raises ``ItemAlreadyExists`` with ``maybe_applied``. The same count is made
-    when the retry policy runs out before any resend gets through (the put raises
-    ``RetriesExhausted`` with ``maybe_applied``).
+    any number raises ``ItemAlreadyExists`` with ``maybe_applied``. When the retry policy runs
+    out before any resend gets through (the put raises ``RetriesExhausted`` with
+    ``maybe_applied``), the next transaction tells: the numbers are counted only if it was,
+    or may have been, applied.
 
     **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
     this object are gathered into one transaction, ``SET #value = :current + k`` plus k
@@ -349,6 +350,8 @@ class TransactionalCounter(Strategy):
         if not isinstance(error, TransactionCanceled) or not _decisive(error):
             return Settled.RESEND
         found = error.cancellation_reasons[0].get("Item") if error.codes else None
+        if error.codes[:1] == ["ConditionalCheckFailed"]:
+            self._lost.seen(found)  # (tells what became of transactions given up on)
         if maybe_applied and error.codes[:1] == ["ConditionalCheckFailed"]:
             applied = self._lost.was_applied(write.counter_write, found)
             if applied:
@@ -365,10 +368,12 @@ class TransactionalCounter(Strategy):
     def stored(self, write: _Transaction) -> None:
         """The counter item is now what the transaction wrote; its turn, if any, is used."""
         self._item.committed(write.counter_write, write.secs)
+        self._lost.seen(write.counter_write.before)  # (the counter item its condition matched)
 
     def unresolved(self, write: _Transaction) -> None:
-        """The items may be stored: say so."""
-        self._lost.lost(write.counter_write, "the retry policy ran out first")
+        """The items may be stored: counted, unless the counter item as seen next says the
+        transaction was not applied."""
+        self._lost.gave_up(write.counter_write, "the retry policy ran out first")
 
     def _fill_group(
         self, puts: list[Put], current: int, limit: int | None = None

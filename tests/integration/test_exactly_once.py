@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from checks import assert_exactly, counter_item
 
-from aioseq import CounterStatistics, DynamoStore, ItemAlreadyExists, OptimisticCounter, RetryPolicy
+from aioseq import (
+    CounterStatistics,
+    DynamoStore,
+    ItemAlreadyExists,
+    OptimisticCounter,
+    RetriesExhausted,
+    RetryPolicy,
+)
 from aioseq._workload import stored_numbers
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.strategies.optimistic import WriteForm
@@ -152,6 +159,34 @@ async def test_optimistic_lost_answer_beyond_the_ring_is_counted_never_doubled(
     assert counter.statistics().recovered == 0
 
 
+@pytest.mark.parametrize(
+    ("fault", "applied"), [("internal-error", False), ("reset", False), ("response-lost", True)]
+)
+async def test_optimistic_write_whose_callers_left_is_counted_only_if_it_may_be_applied(
+    aioseq_store: DynamoStore, proxy: FaultProxy, fault: str, applied: bool
+) -> None:
+    """The write fails in a way that may hide its success, and its only caller is cancelled
+    before the resend: it is given up on. The next write tells what became of it: counted as
+    unresolved if it was applied, not at all if it simply failed."""
+    first: asyncio.Task[int] | None = None
+
+    async def caller_leaves_during_the_backoff(secs: float) -> None:
+        if first is not None and not first.done():
+            first.cancel()
+        await asyncio.sleep(0)
+
+    proxy.set_schedule(schedule(fault, operations={"UpdateItem"}))
+    policy = RetryPolicy(max_attempts=5, sleep=caller_leaves_during_the_backoff)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        counter = store.optimistic_counter("c")
+        first = asyncio.ensure_future(counter.next())
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await counter.next() == (2 if applied else 1)
+        assert counter.statistics().unresolved == (1 if applied else 0)
+    assert proxy.injected == {fault: 1}
+
+
 # --- gapless (transactional) -----------------------------------------------------------------
 
 
@@ -185,6 +220,25 @@ async def test_gapless_lost_answer_among_rival_writes(
         assert await store.transactional_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
     assert rival_numbers == [2, 3, 4]
     assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(("fault", "applied"), [("internal-error", False), ("response-lost", True)])
+async def test_gapless_transaction_given_up_is_counted_only_if_it_may_be_applied(
+    aioseq_store: DynamoStore, proxy: FaultProxy, fault: str, applied: bool
+) -> None:
+    """The retry policy runs out on a transaction that may have been applied (the put raises
+    ``RetriesExhausted`` with ``maybe_applied``); the next transaction tells what became of
+    it: counted as unresolved if it was applied, not at all if it simply failed."""
+    proxy.set_schedule(schedule(fault, "internal-error", operations={"TransactWriteItems"}))
+    policy = RetryPolicy(max_attempts=2, max_backoff_secs=0.01)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        invoices = store.transactional_counter("c")
+        with pytest.raises(RetriesExhausted) as caught:
+            await invoices.put(lambda n: {"pk": "c", "sk": n})
+        assert caught.value.maybe_applied
+        assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == (2 if applied else 1)
+        assert invoices.statistics().unresolved == (1 if applied else 0)
+    assert sorted(await stored_numbers(aioseq_store, "c")) == ([1, 2] if applied else [1])
 
 
 async def put_while_rivals_write(
