@@ -124,8 +124,9 @@ class Registry:
         self._dropped_entries: weakref.WeakKeyDictionary[Shareable, _Dropped] = (
             weakref.WeakKeyDictionary()
         )
-        #: Revived objects whose key had another object by then, by ``id``: swept as entries.
-        self._strays: dict[int, _Entry] = {}
+        #: Revived objects whose key had another object by then, by ``(name, id)``: swept
+        #: as the entries are.
+        self._strays: dict[tuple[str, object], _Entry] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._sweeping: asyncio.Future[int] | None = None
@@ -254,7 +255,7 @@ class Registry:
             for place, entry in list(table.items()):
                 now = entry.obj._activity()
                 if entry.seen == now and not entry.obj._busy():
-                    del table[place]  # type: ignore[arg-type]
+                    del table[place]
                     self._dropping[id(entry.obj)] = entry.obj
                     idle.append(entry)
                 else:
@@ -287,6 +288,8 @@ class Registry:
         shared object of its key if that has none (or a closed one), else apart, and drop it
         again when it is idle; its numbers count among the live ones again. Nothing for an
         object that was not dropped."""
+        if not self._dropped_entries:  # (the common case: a new object)
+            return
         dropped = self._dropped_entries.pop(obj, None)
         if dropped is None:
             return
@@ -298,7 +301,7 @@ class Registry:
         if shared is None or shared.obj._closed:
             self.entries[place] = entry
         else:
-            self._strays[id(obj)] = entry
+            self._strays[(dropped.name, id(obj))] = entry
 
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""

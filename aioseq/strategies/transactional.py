@@ -411,8 +411,7 @@ class TransactionalCounter(Strategy):
         """Give the puts whose own condition failed their error; True if any did (the rest is
         then regrouped at once). A lost race on the counter is no put's fault: False, after
         remembering the counter's value that came back with it."""
-        if self._maybe_stored and self._found_stored(exc, group, items):
-            return True
+        found_stored = bool(self._maybe_stored) and self._found_stored(exc, group, items)
         reasons = exc.cancellation_reasons
         codes = [*exc.codes, *["None"] * (len(group) + 1)]
         if codes[0] == "ConditionalCheckFailed":
@@ -420,7 +419,9 @@ class TransactionalCounter(Strategy):
             # writer just took: that is not those items existing.
             seen = reasons[0].get("Item") if reasons else None
             self._item.saw(seen, known=seen is not None)
-            return False
+            return found_stored
+        if found_stored:
+            return True
         failed = False
         for put, item, code, reason in zip(
             group, items, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
