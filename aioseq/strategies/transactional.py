@@ -43,6 +43,8 @@ MAX_GROUP_SIZE = 99
 
 Put = Waiter[ItemSpec, int]
 
+_ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
 
 class TransactionalCounter(Strategy):
     """Gapless numbers: the counter update and the numbered item commit together or not at all.
@@ -322,10 +324,10 @@ class TransactionalCounter(Strategy):
                     "ConditionExpression": "attribute_not_exists(#pk)",
                     "ExpressionAttributeNames": {"#pk": self.item_partition_key},
                     # the item in its way, to tell whether its unresolved transaction stored it
-                    **({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if maybe else {}),
+                    **(_ALL_OLD if put in self._maybe_stored else {}),
                 }
             }
-            for item, maybe in zip(items, [put in self._maybe_stored for put in group], strict=True)
+            for put, item in zip(group, items, strict=True)
         ]
         request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
         return _Transaction(group, items, request, write)
