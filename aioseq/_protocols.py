@@ -56,4 +56,5 @@ class Store(Protocol):
         """Check a request built once, before `_send` sends it unchecked, many times."""
 
     def _adopt(self, thing: Closeable) -> None:
-        """Remember ``thing`` to close it with the store."""
+        """Remember ``thing`` to close it with the store (again, after the store dropped it
+        as idle: see `aioseq._registry.Registry.revive()`)."""

@@ -7,13 +7,17 @@ has touched. The registry also drops what nobody uses: every ``idle_secs`` it co
 each object has done with what it had done at the last look; an object that did nothing in
 between (and has nothing in flight) is dropped, within ``2 * idle_secs`` of its last use, and
 an allocator gives its unused numbers back first. A caller that still holds a dropped object
-may go on using it; the next factory call makes a fresh one.
+may go on using it; the next factory call makes a fresh one. A dropped allocator that reserves
+numbers again is taken back (`Registry.revive()`): shared again if its key has no object, else
+kept apart until it is idle again, so its block is given back or counted, never collected
+with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -70,13 +74,28 @@ class StoreStatistics:
 
 
 class _Entry:
-    __slots__ = ("args", "kwargs", "obj", "seen")
+    __slots__ = ("args", "kwargs", "name", "obj", "seen")
 
-    def __init__(self, obj: Shareable, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, name: str, obj: Shareable, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> None:
+        self.name = name
         self.obj = obj
         self.args = args
         self.kwargs = kwargs
         self.seen: tuple[int, ...] | None = None  # its activity at the last sweep
+
+
+@dataclass(frozen=True)
+class _Dropped:
+    """What the registry remembers of a dropped allocator (never the allocator itself): how
+    to share it again, and its numbers when it was dropped (counted in
+    ``Registry._dropped``)."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    counted: tuple[int, int, int, int]
 
 
 class Registry:
@@ -101,6 +120,13 @@ class Registry:
         self._peak = 0  # the most entries since the dict was last rebuilt
         #: Dropped objects giving their numbers back now, by ``id``.
         self._dropping: dict[int, Shareable] = {}
+        #: Dropped allocators a caller still holds (for `revive()`); the others die.
+        self._dropped_entries: weakref.WeakKeyDictionary[Shareable, _Dropped] = (
+            weakref.WeakKeyDictionary()
+        )
+        #: Revived objects whose key had another object by then, by ``(name, id)``: swept
+        #: as the entries are.
+        self._strays: dict[tuple[str, object], _Entry] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._sweeping: asyncio.Future[int] | None = None
@@ -154,7 +180,7 @@ class Registry:
             return entry.obj  # type: ignore[return-value]
         loop = self._running_loop()
         obj = cls(store, *args, **kwargs)
-        self.entries[(name, obj.key)] = _Entry(obj, args, dict(kwargs))
+        self.entries[(name, obj.key)] = _Entry(name, obj, args, dict(kwargs))
         if loop is not None and self.idle_secs is not None and self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_forever(), name="aioseq-idle-sweeper")
         return obj
@@ -197,7 +223,8 @@ class Registry:
 
         async def worker() -> None:
             while queue:
-                name, obj = queue.popleft()
+                entry = queue.popleft()
+                obj, name = entry.obj, entry.name
                 try:
                     returned, wasted = await obj._evict()
                 except Exception as exc:  # logged; the sweeper goes on
@@ -205,11 +232,11 @@ class Registry:
                     returned = wasted = 0
                 finally:
                     del dropping[id(obj)]
-                    self._count_drop(obj)
+                    self._count_drop(entry)
                     self.evictions += 1
                 if self.observer is not None:
                     notify(self.observer.on_evict, EvictEvent(obj.key, name, returned, wasted))
-                del obj
+                del obj, entry
 
         # A few workers taking the dropped objects in turn, not a task each: 100,000 keys
         # dropped at once start EVICTIONS_IN_FLIGHT tasks, not 100,000.
@@ -218,20 +245,21 @@ class Registry:
         self._after_sweep()
         return dropped
 
-    def _take_idle(self) -> deque[tuple[str, Shareable]]:
+    def _take_idle(self) -> deque[_Entry]:
         """Take the idle objects out of the entries (the next factory call makes a fresh
-        one): ``(factory name, object)`` pairs, also kept in ``_dropping`` until given back.
-        Nothing else of the sweep holds them, so each dies by reference counting once its
-        give-back is done."""
-        idle: deque[tuple[str, Shareable]] = deque()
-        for place, entry in list(self.entries.items()):
-            now = entry.obj._activity()
-            if entry.seen == now and not entry.obj._busy():
-                del self.entries[place]
-                self._dropping[id(entry.obj)] = entry.obj
-                idle.append((place[0], entry.obj))
-            else:
-                entry.seen = now
+        one) and out of the strays, also kept in ``_dropping`` until given back. Nothing
+        else of the sweep holds them, so each dies by reference counting once its give-back
+        is done."""
+        idle: deque[_Entry] = deque()
+        for table in (self.entries, self._strays):
+            for place, entry in list(table.items()):
+                now = entry.obj._activity()
+                if entry.seen == now and not entry.obj._busy():
+                    del table[place]
+                    self._dropping[id(entry.obj)] = entry.obj
+                    idle.append(entry)
+                else:
+                    entry.seen = now
         return idle
 
     def _shrink(self) -> None:
@@ -244,14 +272,42 @@ class Registry:
             self.entries = dict(self.entries)
             self._peak = size
 
-    def _count_drop(self, obj: Shareable) -> None:
-        for i, n in enumerate(_allocator_numbers(obj)):
+    def _count_drop(self, entry: _Entry) -> None:
+        """Count a dropped object's numbers among the dropped ones', and remember an allocator
+        (weakly) in case a caller that holds it reserves numbers again."""
+        counted = _allocator_numbers(entry.obj)
+        for i, n in enumerate(counted):
             self._dropped[i] += n
+        if isinstance(entry.obj, BlockAllocator):
+            self._dropped_entries[entry.obj] = _Dropped(
+                entry.name, entry.args, entry.kwargs, counted
+            )
+
+    def revive(self, obj: Shareable) -> None:
+        """A dropped object is in use again (an allocator reserving numbers): keep it, as the
+        shared object of its key if that has none (or a closed one), else apart, and drop it
+        again when it is idle; its numbers count among the live ones again. Nothing for an
+        object that was not dropped."""
+        if not self._dropped_entries:  # (the common case: a new object)
+            return
+        dropped = self._dropped_entries.pop(obj, None)
+        if dropped is None:
+            return
+        for i, n in enumerate(dropped.counted):
+            self._dropped[i] -= n
+        entry = _Entry(dropped.name, obj, dropped.args, dropped.kwargs)
+        place = (dropped.name, obj.key)
+        shared = self.entries.get(place)
+        if shared is None or shared.obj._closed:
+            self.entries[place] = entry
+        else:
+            self._strays[(dropped.name, id(obj))] = entry
 
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
         reserved, handed_out, returned, wasted = self._dropped
-        for obj in [*(entry.obj for entry in self.entries.values()), *self._dropping.values()]:
+        live = [*self.entries.values(), *self._strays.values()]
+        for obj in [*(entry.obj for entry in live), *self._dropping.values()]:
             r, h, g, w = _allocator_numbers(obj)
             reserved, handed_out, returned, wasted = (
                 reserved + r,

@@ -347,13 +347,12 @@ class DynamoStore:
         await self.transport.aclose(deadline=deadline)
 
     def _adopt(self, thing: Closeable) -> None:
-        """Remember an object made on this store, to close it with the store.
-
-        Raises:
-            StoreClosed: the store is closed (or closing).
-        """
+        """Remember an object made on this store, to close it with the store (one dropped as
+        idle and in use again is kept again: `Registry.revive()`). Raises ``StoreClosed``
+        when the store is closed (or closing)."""
         self._check_open()
         self._made.add(thing)
+        self._shared.revive(thing)  # type: ignore[arg-type]
 
     def _shrink_made(self) -> None:
         """Rebuild the set of what this store made once it holds under a quarter of its

@@ -127,11 +127,11 @@ class BlockAllocator:
     # fmt: off
     __slots__ = (
         "__weakref__", "_base", "_block_size", "_clock", "_close_finished", "_closed",
-        "_coalescer", "_counter", "_end_k", "_handed_out_at_last_refill", "_last_refill_at",
-        "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills", "_refills_waited",
-        "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting", "_wasted", "key",
-        "max_block_size", "max_value", "min_block_size", "offset", "prefetch_at", "stride",
-        "target_refill_interval_secs",
+        "_coalescer", "_counter", "_end_k", "_evicted", "_handed_out_at_last_refill",
+        "_last_refill_at", "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills",
+        "_refills_waited", "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting",
+        "_wasted", "key", "max_block_size", "max_value", "min_block_size", "offset",
+        "prefetch_at", "stride", "target_refill_interval_secs",
     )
     # fmt: on
 
@@ -210,7 +210,7 @@ class BlockAllocator:
         # Its ``_thread_id``: the thread the bound loop runs in, while it runs (else None;
         # UNBOUND's is always None: before the first call and after the close). See _bind().
         self._loop_state: ThreadOf = UNBOUND
-        self._closed = False
+        self._closed = self._evicted = False  # (evicted: dropped by its store, unused since)
         self._close_finished = False
         self._reserved = self._returned = self._wasted = 0
         self._refills = self._refills_waited = 0
@@ -328,6 +328,9 @@ class BlockAllocator:
             return  # a prefetch that is no longer needed
         self._resize()
         size = max(self._block_size, demand + self._low_water)
+        if self._evicted:  # a caller held it across its drop: its store takes it back
+            self._evicted = False
+            self._counter.store._adopt(self)
         observer = self._counter.store.observer
         if observer is None:
             reserved = await self._counter.next_many(size)
@@ -489,15 +492,14 @@ class BlockAllocator:
     async def _evict(self) -> tuple[int, int]:
         """The store drops this idle allocator: give the unused tail back (the conditional
         write of [`aclose()`][aioseq.BlockAllocator.aclose]) and let go of every block, staying
-        usable (a caller that still holds it refills on its next call). Returns ``(returned,
-        wasted)``.
-
-        The blocks are let go of before the write is awaited, so a ``next()`` meanwhile
-        refills instead of taking a number that is being given back."""
+        usable: a caller that still holds it refills, which hands it back to the store. Returns
+        ``(returned, wasted)``. The blocks are let go of before the write is awaited, so a
+        ``next()`` meanwhile refills instead of taking a number that is being given back."""
         if self._closed or self._busy():
             return 0, 0
         tail = self._tail()
         held = self.available
+        self._evicted = True
         self._next_k = self._end_k = self._spare_count = 0
         self._spare.clear()
         self._blocks_changed()

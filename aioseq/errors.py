@@ -224,15 +224,20 @@ class RetriesExhausted(AioseqError):
 
 
 class ItemAlreadyExists(AioseqError):
-    """The item to store already exists (its primary key is taken); nothing was written.
+    """The item to store already exists (its primary key is taken); nothing was written,
+    unless ``maybe_applied``: an earlier attempt of the call, whose answer was lost, may be
+    what stored it (possible only when that could not be resolved, see
+    [`TransactionalCounter`][aioseq.TransactionalCounter]).
 
     Attributes:
         key: the primary key of the item that exists, as plain Python values.
     """
 
-    def __init__(self, key: Mapping[str, Any]) -> None:
+    def __init__(self, key: Mapping[str, Any], *, maybe_applied: bool = False) -> None:
         self.key = dict(key)
-        super().__init__(f"an item with key {self.key!r} already exists; nothing was written")
+        self.maybe_applied = maybe_applied
+        written = "this call may have written it" if maybe_applied else "nothing was written"
+        super().__init__(f"an item with key {self.key!r} already exists; {written}")
 
 
 # --- errors translated from DynamoDB's responses (see aioseq._transport) -----------------------

@@ -213,10 +213,12 @@ class Strategy:
         """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]); when grouped, let the
         group in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
         [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] calls it for every object made on the
-        store. No DynamoDB call."""
+        store. Requests: none, unless it holds a place in the counter's queue, which it takes
+        out (an ``UpdateItem``, a ``GetItem`` first when the queue is not known)."""
         self._closed = True
         if self._group is not None:
             await self._group.close()
+        self._lost.seen(None, last=True)  # writes given up on and never judged: counted
         await self._item.leave()  # a place in the counter's queue nobody will use
 
     def _grouper(

@@ -32,6 +32,7 @@ transaction).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
@@ -47,6 +48,7 @@ from aioseq._values import (
     parse_counter,
 )
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
+from aioseq.errors import CounterValueInvalid
 from aioseq.numbering import recorded_text
 from aioseq.observe import Observer, WasteEvent, notify
 
@@ -264,7 +266,12 @@ class CounterWrite:
         """
         if not found:
             return None  # deleted, or not returned: the failure tells nothing
-        state = CounterState.of(found, key=key, table=table)
+        return self.applied_as_of(CounterState.of(found, key=key, table=table))
+
+    def applied_as_of(self, state: CounterState) -> bool | None:
+        """Whether this write was applied, judged from a counter item ``state`` as it was
+        after the write was sent (returned by a failed condition, or the one a later write's
+        condition matched): True, False, or None (cannot tell), as `applied_in()`."""
         mine = self.before.writes or 0  # this write is write number `mine`, from 0
         if state.writes is None or state.writes <= mine:
             return False  # no write of aioseq's since the one this write expected
@@ -284,7 +291,7 @@ class LostAnswers:
         observer: told of numbers that may be lost (``on_waste``), if given.
     """
 
-    __slots__ = ("key", "observer", "recovered", "table", "unresolved")
+    __slots__ = ("_given_up", "key", "observer", "recovered", "table", "unresolved")
 
     def __init__(self, key: str, table: TableSpec, observer: Observer | None) -> None:
         self.key = key
@@ -294,24 +301,60 @@ class LostAnswers:
         self.recovered = 0
         #: Numbers of writes that may have been applied and whose outcome will not be known.
         self.unresolved = 0
+        #: Writes given up on, maybe applied, until the counter item is seen again.
+        self._given_up: list[tuple[CounterWrite, str]] = []
 
-    def was_applied(self, write: CounterWrite, found: Mapping[str, AttributeValue] | None) -> bool:
+    def was_applied(
+        self, write: CounterWrite, found: Mapping[str, AttributeValue] | None
+    ) -> bool | None:
         """Whether ``write``, resent after an answer that may have been lost, had been applied
         after all, judged from the counter item ``found`` by its failed condition (``ALL_OLD``).
-        When that can no longer be told, its numbers are counted as unresolved and False is
-        returned: numbers possibly lost, never numbers handed out twice."""
+        When that can no longer be told, its numbers are counted as unresolved and ``None``
+        (false) is returned: numbers possibly lost, never numbers handed out twice."""
         applied = write.applied_in(found, key=self.key, table=self.table)
         if applied:
             self.recovered += len(write.numbers)
-            return True
-        if applied is None:
+        elif applied is None:
             self.lost(write, f"more than {RECENT_WRITES} writes followed it")
-        return False
+        return applied
+
+    def found_applied(self, write: CounterWrite) -> None:
+        """A write counted as unresolved turned out applied (its items were found stored):
+        its numbers are handed out after all."""
+        self.unresolved -= len(write.numbers)
+        self.recovered += len(write.numbers)
 
     def recovered_writes(self, numbers: int) -> None:
         """Count ``numbers`` handed out from a write whose answer was lost and that was found
         applied by other means (the sort-key strategy's item tokens)."""
         self.recovered += numbers
+
+    def gave_up(self, write: CounterWrite, why: str) -> None:
+        """``write`` may have been applied and will not be resent (every caller of it left,
+        or the retry policy ran out): the counter item as seen next tells (`seen()`), and its
+        numbers are counted as unresolved only if it was, or may have been, applied."""
+        self._given_up.append((write, why))
+
+    def seen(
+        self, found: Mapping[str, AttributeValue] | CounterState | None, *, last: bool = False
+    ) -> None:
+        """Judge the writes given up on by the counter item ``found`` as it was after them (one
+        a failed condition returned, or a `CounterState` a later write's condition matched):
+        count those that were or may have been applied (`lost()`), forget those that were
+        not. ``found`` ``None`` tells nothing: they wait, unless ``last`` (the object is
+        closing): then they are counted."""
+        if not self._given_up or (found is None and not last):
+            return
+        given_up, self._given_up = self._given_up, []
+        state: CounterState | None = None
+        with contextlib.suppress(CounterValueInvalid):  # (then it cannot tell: counted)
+            state = found if not isinstance(found, Mapping) else self._state(found)
+        for write, why in given_up:
+            if state is None or write.applied_as_of(state) is not False:
+                self.lost(write, why)
+
+    def _state(self, item: Mapping[str, AttributeValue]) -> CounterState:
+        return CounterState.of(item, key=self.key, table=self.table)
 
     def lost(self, write: CounterWrite, why: str) -> None:
         """Count the numbers of a write that may have been applied and whose outcome will not

@@ -46,10 +46,12 @@ class OptimisticCounter(Strategy):
     `aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
     a 5xx) is resent as it is; if the resend fails its condition, the counter item it returns
     says whether the first attempt was applied: then its numbers are handed out, not skipped.
-    It cannot be told when 32 or more writes followed it before the resend, or when no resend
-    gets through at all (every caller of the write was cancelled, or the retry policy ran out
-    first): its numbers are then counted as ``unresolved`` (statistics, a warning, the
-    observer's ``on_waste``), so the worst case is a hole, never a duplicate.
+    It cannot be told when 32 or more writes followed it before the resend: its numbers are
+    then counted as ``unresolved`` (statistics, a warning, the observer's ``on_waste``), so
+    the worst case is a hole, never a duplicate. When no resend gets through at all (every
+    caller of the write was cancelled, or the retry policy ran out first), the counter item
+    as the next write finds it tells, and the numbers are counted only if the write was, or
+    may have been, applied (at the object's close if no write came).
 
     The ``put`` form replaces the whole counter item (other attributes on it are dropped), as in
     the seed articles; ``update`` touches only the value, the write count and the ring.
@@ -142,7 +144,8 @@ class OptimisticCounter(Strategy):
             nonlocal pending, group, maybe_applied
             if pending is None or not any(take.waiting for take in group):
                 if pending is not None and maybe_applied:
-                    self._lost.lost(pending, "every caller of it was cancelled")
+                    self._lost.gave_up(pending, "every caller of it was cancelled")
+                pending = None  # (never resent for other callers)
                 group = [take for take in takes if take.waiting]
                 if not group:  # (its place in the queue is kept for the callers behind)
                     return
@@ -161,6 +164,7 @@ class OptimisticCounter(Strategy):
             try:
                 await self._write(write)
             except ConditionFailed as exc:
+                self._lost.seen(exc.item)  # (tells what became of writes given up on)
                 if not (maybe_applied and self._lost.was_applied(write, exc.item)):
                     pending = None
                     self._item.saw(exc.item, known=exc.item is not None)
@@ -171,6 +175,7 @@ class OptimisticCounter(Strategy):
                 raise
             else:
                 self._item.committed(write, time.monotonic() - started)
+                self._lost.seen(write.before)  # (the counter item its condition matched)
             pending = None
             self._numbers += len(write.numbers)
             start = write.numbers.start
@@ -185,7 +190,7 @@ class OptimisticCounter(Strategy):
             failed = False
         except AioseqError:
             if pending is not None and maybe_applied:
-                self._lost.lost(pending, "the retry policy ran out first")
+                self._lost.gave_up(pending, "the retry policy ran out first")
             raise
         finally:
             self._keep_place(takes, failed=failed)

@@ -42,6 +42,8 @@ MAX_GROUP_SIZE = 99
 
 Put = Waiter[ItemSpec, int]
 
+_ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
 
 class TransactionalCounter(Strategy):
     """Gapless numbers: the counter update and the numbered item commit together or not at all.
@@ -80,9 +82,14 @@ class TransactionalCounter(Strategy):
     only (a conflict, throttling) is sent again unchanged. If 32 or more transactions followed
     it before the resend, or the counter item does not come back (possible only past the
     token's 10 minutes, or on such a server), the outcome cannot be told: the put is tried
-    again under a new number and the old numbers are counted as ``unresolved``; the item may
-    then be stored twice. The same count is made when the retry policy runs out before any
-    resend gets through (the put raises ``RetriesExhausted`` with ``maybe_applied``).
+    again under a new number and the old numbers are counted as ``unresolved``. If its item
+    is then found in the way, exactly as the earlier transaction made it for its number
+    (``ALL_OLD``), that transaction was applied: its puts get its numbers, no longer counted.
+    Otherwise an item keyed by its number may be stored twice, and an item made the same for
+    any number raises ``ItemAlreadyExists`` with ``maybe_applied``. When the retry policy runs
+    out before any resend gets through (the put raises ``RetriesExhausted`` with
+    ``maybe_applied``), the next transaction tells: the numbers are counted only if it was,
+    or may have been, applied.
 
     **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
     this object are gathered into one transaction, ``SET #value = :current + k`` plus k
@@ -149,6 +156,9 @@ class TransactionalCounter(Strategy):
             item_partition_key or store.table.partition_key, "item_partition_key"
         )
         self.number_attribute = check_attribute_name(number_attribute, "number_attribute")
+        #: Waiting puts whose earlier transaction was maybe applied and stayed unresolved (see
+        #: `_found_stored()`), with that transaction; each leaves when its caller is answered.
+        self._maybe_stored: dict[Put, _Transaction] = {}
 
     def _make_item(self, item: ItemSpec, n: int) -> dict[str, Any]:
         """The item for number ``n``, serialized and checked as far as aioseq can: a mapping,
@@ -252,7 +262,7 @@ class TransactionalCounter(Strategy):
                 as another table's key types): nothing is written, no number is used; in a
                 group it fails alone and the rest is committed without it.
             ItemAlreadyExists: an item with that primary key exists (nothing is written, the
-                counter is unchanged).
+                counter is unchanged; unless ``maybe_applied``: see lost answers above).
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written).
@@ -313,9 +323,11 @@ class TransactionalCounter(Strategy):
                     "Item": item,
                     "ConditionExpression": "attribute_not_exists(#pk)",
                     "ExpressionAttributeNames": {"#pk": self.item_partition_key},
+                    # the item in its way, to tell whether its unresolved transaction stored it
+                    **(_ALL_OLD if put in self._maybe_stored else {}),
                 }
             }
-            for item in items
+            for put, item in zip(group, items, strict=True)
         ]
         request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
         return _Transaction(group, items, request, write)
@@ -333,18 +345,22 @@ class TransactionalCounter(Strategy):
         nothing of an earlier one, so the same request is sent again as it is. A server that
         ignores ``ClientRequestToken`` (moto), or a resend after the token's 10 minutes,
         cancels a resend of an applied transaction on the counter's condition: its token ring
-        tells. Otherwise puts whose own condition failed fail alone, or the race on the
-        counter was lost."""
+        tells; if it cannot (32 writes followed), the puts go again under new numbers, and a
+        put that then finds its own item stored gets the earlier number (`_found_stored()`).
+        Otherwise puts whose own condition failed fail alone, or the race on the counter was
+        lost."""
         if not isinstance(error, TransactionCanceled) or not _decisive(error):
             return Settled.RESEND
         found = error.cancellation_reasons[0].get("Item") if error.codes else None
-        if (
-            maybe_applied
-            and error.codes[:1] == ["ConditionalCheckFailed"]
-            and self._lost.was_applied(write.counter_write, found)
-        ):
-            self._item.saw(found)
-            return Settled.APPLIED
+        if error.codes[:1] == ["ConditionalCheckFailed"]:
+            self._lost.seen(found)  # (tells what became of transactions given up on)
+        if maybe_applied and error.codes[:1] == ["ConditionalCheckFailed"]:
+            applied = self._lost.was_applied(write.counter_write, found)
+            if applied:
+                self._item.saw(found)
+                return Settled.APPLIED
+            if applied is None:
+                self._remember_maybe_stored(write)
         return (
             Settled.REGROUP
             if self._fail_alone(error, write.group, write.items)
@@ -354,10 +370,12 @@ class TransactionalCounter(Strategy):
     def stored(self, write: _Transaction) -> None:
         """The counter item is now what the transaction wrote; its turn, if any, is used."""
         self._item.committed(write.counter_write, write.secs)
+        self._lost.seen(write.counter_write.before)  # (the counter item its condition matched)
 
     def unresolved(self, write: _Transaction) -> None:
-        """The items may be stored: say so."""
-        self._lost.lost(write.counter_write, "the retry policy ran out first")
+        """The items may be stored: counted, unless the counter item as seen next says the
+        transaction was not applied."""
+        self._lost.gave_up(write.counter_write, "the retry policy ran out first")
 
     def _fill_group(
         self, puts: list[Put], current: int, limit: int | None = None
@@ -395,6 +413,7 @@ class TransactionalCounter(Strategy):
         """Give the puts whose own condition failed their error; True if any did (the rest is
         then regrouped at once). A lost race on the counter is no put's fault: False, after
         remembering the counter's value that came back with it."""
+        found_stored = bool(self._maybe_stored) and self._found_stored(exc, group, items)
         reasons = exc.cancellation_reasons
         codes = [*exc.codes, *["None"] * (len(group) + 1)]
         if codes[0] == "ConditionalCheckFailed":
@@ -402,13 +421,18 @@ class TransactionalCounter(Strategy):
             # writer just took: that is not those items existing.
             seen = reasons[0].get("Item") if reasons else None
             self._item.saw(seen, known=seen is not None)
-            return False
+            return found_stored
+        if found_stored:
+            return True
         failed = False
         for put, item, code, reason in zip(
             group, items, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
         ):
             if code == "ConditionalCheckFailed":
-                error: Exception = ItemAlreadyExists(self._key_of(item))
+                # (maybe_applied: its unresolved transaction may have stored this item,
+                # one that does not change with its number: `_found_stored()` cannot tell)
+                maybe = put in self._maybe_stored
+                error: Exception = ItemAlreadyExists(self._key_of(item), maybe_applied=maybe)
             elif code == "ValidationError":
                 message = str(reason.get("Message", "invalid item"))
                 error = ValidationFailed(message, code=code, operation="TransactWriteItems")
@@ -418,6 +442,45 @@ class TransactionalCounter(Strategy):
             if put.waiting:
                 put.future.set_exception(error)
         return failed
+
+    def _remember_maybe_stored(self, write: _Transaction) -> None:
+        """Remember the waiting puts of ``write``, maybe applied and unresolved, until their
+        callers are answered."""
+        maybe_stored = self._maybe_stored
+
+        def forget(put: Put) -> Callable[[object], object]:
+            return lambda _: maybe_stored.pop(put, None)  # (not self: no cycle through it)
+
+        for put in write.group:
+            if put.waiting and put not in maybe_stored:
+                put.future.add_done_callback(forget(put))
+            if put.waiting:
+                maybe_stored[put] = write
+
+    def _found_stored(
+        self, exc: TransactionCanceled, group: list[Put], items: list[dict[str, Any]]
+    ) -> bool:
+        """Whether a put whose earlier transaction stayed unresolved found in its way exactly
+        the item that transaction would have stored (``ALL_OLD``), and that item changes with
+        its number (an item made the same for any number proves nothing). Then that
+        transaction was applied: its puts still waiting get its numbers (True; the rest of
+        ``group`` is regrouped)."""
+        for put, item, reason in zip(group, items, exc.cancellation_reasons[1:], strict=False):
+            earlier = self._maybe_stored.get(put)
+            found = reason.get("Item")
+            if earlier is None or found is None or reason.get("Code") != "ConditionalCheckFailed":
+                continue
+            mine = deserialize(earlier.items[earlier.group.index(put)])
+            if deserialize(found) != mine or deserialize(item) == mine:
+                continue
+            self._lost.found_applied(earlier.counter_write)
+            self._handed_out(len(earlier.group))
+            for number, stored in zip(earlier.numbers, earlier.group, strict=True):
+                self._maybe_stored.pop(stored, None)
+                if stored.waiting:
+                    stored.future.set_result(number)
+            return True
+        return False
 
     def _verdict(self, exc: Exception) -> Verdict:
         """A transaction is retried after a backoff on a transient error or when it was

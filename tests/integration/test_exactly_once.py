@@ -17,10 +17,18 @@ from typing import Any
 import pytest
 from checks import assert_exactly, counter_item
 
-from aioseq import DynamoStore, OptimisticCounter, RetryPolicy
+from aioseq import (
+    CounterStatistics,
+    DynamoStore,
+    ItemAlreadyExists,
+    OptimisticCounter,
+    RetriesExhausted,
+    RetryPolicy,
+)
 from aioseq._workload import stored_numbers
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.strategies.optimistic import WriteForm
+from aioseq.strategies.transactional import ItemSpec
 from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
 
 FAST = RetryPolicy(max_attempts=20, max_backoff_secs=0.01)
@@ -151,6 +159,34 @@ async def test_optimistic_lost_answer_beyond_the_ring_is_counted_never_doubled(
     assert counter.statistics().recovered == 0
 
 
+@pytest.mark.parametrize(
+    ("fault", "applied"), [("internal-error", False), ("reset", False), ("response-lost", True)]
+)
+async def test_optimistic_write_whose_callers_left_is_counted_only_if_it_may_be_applied(
+    aioseq_store: DynamoStore, proxy: FaultProxy, fault: str, applied: bool
+) -> None:
+    """The write fails in a way that may hide its success, and its only caller is cancelled
+    before the resend: it is given up on. The next write tells what became of it: counted as
+    unresolved if it was applied, not at all if it simply failed."""
+    first: asyncio.Task[int] | None = None
+
+    async def caller_leaves_during_the_backoff(secs: float) -> None:
+        if first is not None and not first.done():
+            first.cancel()
+        await asyncio.sleep(0)
+
+    proxy.set_schedule(schedule(fault, operations={"UpdateItem"}))
+    policy = RetryPolicy(max_attempts=5, sleep=caller_leaves_during_the_backoff)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        counter = store.optimistic_counter("c")
+        first = asyncio.ensure_future(counter.next())
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await counter.next() == (2 if applied else 1)
+        assert counter.statistics().unresolved == (1 if applied else 0)
+    assert proxy.injected == {fault: 1}
+
+
 # --- gapless (transactional) -----------------------------------------------------------------
 
 
@@ -184,6 +220,81 @@ async def test_gapless_lost_answer_among_rival_writes(
         assert await store.transactional_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
     assert rival_numbers == [2, 3, 4]
     assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(("fault", "applied"), [("internal-error", False), ("response-lost", True)])
+async def test_gapless_transaction_given_up_is_counted_only_if_it_may_be_applied(
+    aioseq_store: DynamoStore, proxy: FaultProxy, fault: str, applied: bool
+) -> None:
+    """The retry policy runs out on a transaction that may have been applied (the put raises
+    ``RetriesExhausted`` with ``maybe_applied``); the next transaction tells what became of
+    it: counted as unresolved if it was applied, not at all if it simply failed."""
+    proxy.set_schedule(schedule(fault, "internal-error", operations={"TransactWriteItems"}))
+    policy = RetryPolicy(max_attempts=2, max_backoff_secs=0.01)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        invoices = store.transactional_counter("c")
+        with pytest.raises(RetriesExhausted) as caught:
+            await invoices.put(lambda n: {"pk": "c", "sk": n})
+        assert caught.value.maybe_applied
+        assert await invoices.put(lambda n: {"pk": "c", "sk": n}) == (2 if applied else 1)
+        assert invoices.statistics().unresolved == (1 if applied else 0)
+    assert sorted(await stored_numbers(aioseq_store, "c")) == ([1, 2] if applied else [1])
+
+
+async def put_while_rivals_write(
+    aioseq_store: DynamoStore, proxy: FaultProxy, item: ItemSpec, *, group: bool
+) -> tuple[int, CounterStatistics]:
+    """One transactional ``put(item)`` through the proxy whose first answer is lost; while it
+    waits to resend, another process's counter writes as often as the ring holds, so on moto
+    (no ``ClientRequestToken``) the counter can no longer tell and the put goes again under a
+    new number. Returns the number and the put's statistics."""
+    rival = aioseq_store.transactional_counter("c")
+    rival_numbers: list[int] = []
+
+    async def rival_writes_while_we_wait(secs: float) -> None:
+        while len(rival_numbers) < RECENT_WRITES:
+            rival_numbers.append(await rival.put(lambda n: {"pk": "c", "sk": n}))
+
+    proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
+    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
+    async with await through(proxy, aioseq_store.table, policy) as store:
+        invoices = store.transactional_counter("c", group=group)
+        try:
+            return await invoices.put(item), invoices.statistics()
+        finally:
+            assert rival_numbers == list(range(2, RECENT_WRITES + 2))
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["grouped", "ungrouped"])
+async def test_gapless_lost_answer_beyond_the_ring_returns_the_stored_number(
+    backend: str, aioseq_store: DynamoStore, proxy: FaultProxy, group: bool
+) -> None:
+    """The put's item (one key, whatever the number) is found stored, with the first
+    number, by the transaction whose answer was lost: the put returns that number; it does
+    not raise ``ItemAlreadyExists`` (which says nothing was written)."""
+    number, statistics = await put_while_rivals_write(
+        aioseq_store, proxy, {"pk": "order-7", "sk": 0}, group=group
+    )
+    assert number == 1
+    key = {"pk": {"S": "order-7"}, "sk": {"N": "0"}}
+    stored = await aioseq_store.call("get_item", TableName=aioseq_store.table.name, Key=key)
+    assert stored["Item"]["number"] == {"N": "1"}
+    assert statistics.unresolved == 0
+    assert statistics.recovered == (0 if backend == "dynamodb-local" else 1)
+
+
+async def test_gapless_lost_answer_beyond_the_ring_with_an_item_blind_to_its_number(
+    backend: str, aioseq_store: DynamoStore, proxy: FaultProxy
+) -> None:
+    """An item made the same for every number cannot tell which transaction stored it: the
+    put raises ``ItemAlreadyExists`` saying it may have written it (``maybe_applied``)."""
+    item = lambda n: {"pk": "order-8", "sk": 0}  # noqa: E731
+    if backend == "dynamodb-local":  # the resend is answered by its ClientRequestToken
+        assert (await put_while_rivals_write(aioseq_store, proxy, item, group=True))[0] == 1
+        return
+    with pytest.raises(ItemAlreadyExists) as caught:
+        await put_while_rivals_write(aioseq_store, proxy, item, group=True)
+    assert caught.value.maybe_applied
 
 
 async def test_gapless_lost_answer_inside_a_group(

@@ -9,7 +9,7 @@ import threading
 import weakref
 
 import pytest
-from checks import assert_distinct
+from checks import assert_distinct, until
 
 from aioseq import (
     BlockAllocator,
@@ -129,9 +129,9 @@ async def test_an_idle_allocator_is_dropped_and_gives_its_numbers_back(
         assert await store.atomic_counter("k").current() == 1  # given back
         stats = store.statistics()
         assert stats.evictions == 1 and stats.returned == 49 and stats.wasted == 0
-        # A caller that still holds it goes on; the factory makes a fresh one.
+        # A caller that still holds it goes on, and the store shares it again.
         assert await held.next() == 2
-        assert store.block_allocator("k", block_size=50) is not held
+        assert store.block_allocator("k", block_size=50) is held
 
 
 async def test_an_idle_counter_is_dropped_and_a_holder_keeps_using_it(
@@ -242,3 +242,61 @@ async def test_a_close_during_a_sweep_lets_its_give_backs_finish(
     async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as again:
         values = await asyncio.gather(*(again.atomic_counter(key).current() for key in keys))
         assert set(values) == {1}
+
+
+async def test_an_allocator_refilled_after_its_drop_still_gives_its_block_back(
+    aioseq_endpoint: str, table_name: str
+) -> None:
+    """A caller holds the allocator across its drop, refills it, then lets go of it: the store
+    keeps it from then on, so its block is given back (or counted as wasted), never collected
+    with it."""
+    seen = Evictions()
+    async with DynamoStore.open(
+        table=table_name, endpoint_url=aioseq_endpoint, idle_secs=0.05, observer=seen
+    ) as store:
+        held = store.block_allocator(
+            "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
+        )
+        assert await held.next() == 1
+        await asyncio.wait_for(seen.done.wait(), timeout=30)
+        assert await held.next() == 2  # a new block, 2..51
+        assert (
+            store.block_allocator(
+                "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
+            )
+            is held
+        )  # shared again
+        del held
+        gc.collect()  # filterwarnings = error: a ResourceWarning here fails the test
+    stats = store.statistics()
+    assert stats.reserved == stats.handed_out + stats.returned + stats.wasted  # all told
+    assert (stats.reserved, stats.handed_out, stats.returned, stats.wasted) == (100, 2, 98, 0)
+    async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as again:
+        assert await again.atomic_counter("k").current() == 2
+
+
+async def test_an_allocator_refilled_after_a_fresh_one_took_its_key_is_dropped_again(
+    aioseq_endpoint: str, table_name: str
+) -> None:
+    seen = Evictions()
+    async with DynamoStore.open(
+        table=table_name, endpoint_url=aioseq_endpoint, idle_secs=0.05, observer=seen
+    ) as store:
+        held = store.block_allocator(
+            "k", block_size=10, prefetch_at=0, target_refill_interval_secs=None
+        )
+        assert await held.next() == 1
+        await asyncio.wait_for(seen.done.wait(), timeout=30)
+        fresh = store.block_allocator(
+            "k", block_size=10, prefetch_at=0, target_refill_interval_secs=None
+        )
+        assert fresh is not held and await fresh.next() == 2  # 2..11
+        assert await held.next() == 12  # 12..21
+        del held
+        gc.collect()
+        # The next sweeps drop both, and each gives back what it can (held: 13..21).
+        await until(lambda: len(seen.events) == 3, timeout_secs=10)
+        assert await store.atomic_counter("k").current() == 12
+    stats = store.statistics()
+    assert stats.reserved == stats.handed_out + stats.returned + stats.wasted  # all told
+    assert (stats.reserved, stats.handed_out, stats.returned, stats.wasted) == (30, 3, 18, 9)

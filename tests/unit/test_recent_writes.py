@@ -14,7 +14,7 @@ from aioseq.config import (
     TableSpec,
 )
 from aioseq.errors import ConfigurationError, CounterValueInvalid
-from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token
+from aioseq.strategies._recent_writes import CounterState, CounterWrite, LostAnswers, new_token
 from aioseq.strategies._turn import entry_size, predicted
 
 TABLE = TableSpec()
@@ -133,6 +133,35 @@ def test_a_ring_removed_by_another_writer_cannot_be_told() -> None:
     found = item_after(*writes)
     del found[TOKENS_ATTRIBUTE]
     assert writes[0].applied_in(found, key="c", table=TABLE) is None
+
+
+def test_a_write_given_up_on_is_counted_only_if_it_may_have_been_applied() -> None:
+    writes = chain(CounterState(), 3)
+    lost = LostAnswers("c", TABLE, None)
+    never_applied = CounterWrite(writes[1].before, writes[1].new, "never-applied")
+    lost.gave_up(never_applied, "every caller of it was cancelled")
+    lost.seen(None)  # nothing seen yet: it waits
+    assert lost.unresolved == 0
+    lost.seen(writes[2].before)  # the state a later write's condition matched
+    assert lost.unresolved == 0  # it simply failed: not counted, and forgotten
+    lost.gave_up(writes[1], "the retry policy ran out first")
+    lost.seen(item_after(*writes))  # its token is in the ring
+    assert lost.unresolved == 1
+
+
+def test_a_write_given_up_on_and_never_judged_is_counted_at_the_close() -> None:
+    lost = LostAnswers("c", TABLE, None)
+    lost.gave_up(CounterWrite(CounterState(), 5, "t"), "the retry policy ran out first")
+    lost.seen(None, last=True)
+    assert lost.unresolved == 5
+
+
+def test_a_write_given_up_on_and_followed_by_a_whole_ring_is_counted() -> None:
+    writes = chain(CounterState(), 1 + RECENT_WRITES)
+    lost = LostAnswers("c", TABLE, None)
+    lost.gave_up(writes[0], "every caller of it was cancelled")
+    lost.seen(item_after(*writes))
+    assert lost.unresolved == 1
 
 
 def test_a_tampered_writes_attribute_is_refused() -> None:
