@@ -106,6 +106,8 @@ async def test_writers_started_together_under_deadlines_keep_the_counter_moving(
     counter serves calls (grouped: all along, no standstill over 2 s), every number once
     (and, for the transactional counter, exactly its item), and once every store closed no
     queue entry is left on the counter item."""
+    if backend == "moto" and deadline_secs < 0.1:
+        pytest.skip("moto serves one request at a time, ~300 a second: 30 ms there is ~3 ms")
     processes, tasks = SHAPE[backend]
     key = _key(f"{strategy}-{group}")
     load = Load(key, strategy, group, tasks, RUN_SECS, deadline_secs)
