@@ -189,19 +189,22 @@ class Turn:
         """This writer's round trip: a moving average (a first guess before any)."""
         return self._round_trip
 
+    def _fastest_round_trip(self) -> float:
+        # The least of the last three: a connection's set-up, or one slow answer, is not a
+        # far writer.
+        return min(self._recent) if self._recent else FIRST_ROUND_TRIP_SECS
+
     def lease_secs(self) -> float:
         """How long this writer may hold the head (what it writes in its entry): a few of its
-        round trips, the least of its last three (a connection's set-up, or one slow answer,
-        is not a far writer)."""
-        fastest = min(self._recent) if self._recent else FIRST_ROUND_TRIP_SECS
-        return max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * fastest)
+        fastest recent round trips."""
+        return max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * self._fastest_round_trip())
 
     def stale_after(self, head: str) -> float:
         """How long ``head`` may stand at the head before this writer removes it."""
         return max(
             TURN_TIMEOUT_SECS,
             entry_lease_secs(head),
-            OBSERVER_ROUND_TRIPS * self.round_trip_secs,
+            OBSERVER_ROUND_TRIPS * self._fastest_round_trip(),
         )
 
     def pause_secs(self) -> float:

@@ -69,7 +69,9 @@ async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoi
 
 # Services wrap every call in a deadline; the writers' queue used to stop a counter under
 # them (issue 29). The queue's strategies, grouped (the default) and not, and the atomic
-# counter beside them, with faults, a killed process and cancelled callers as above.
+# counter beside them, with faults, a killed process and cancelled callers as above; no
+# `delay` faults (a request held past the read timeout holds its writer for that long, which
+# the soak's default bound allows for; here the bound is the issue's 2 s).
 async def test_under_deadlines_every_counter_keeps_moving(aioseq_endpoint: str) -> None:
     lines: list[str] = []
     strategies = ["atomic", "optimistic", "optimistic+no-group", "transactional"]
@@ -78,7 +80,7 @@ async def test_under_deadlines_every_counter_keeps_moving(aioseq_endpoint: str) 
         "processes": 2,
         "concurrency": 4,
         "count": 40,
-        "faults": dict(DEFAULT_FAULTS),
+        "faults": {kind: rate for kind, rate in DEFAULT_FAULTS.items() if kind != "delay"},
         "seed": 7,
         "read_timeout_secs": 2.0,
         "kill_at": 0.5,
