@@ -194,11 +194,16 @@ async def test_closing_many_live_keys_gives_every_tail_back(
     aioseq_endpoint: str, table_name: str
 ) -> None:
     keys = [f"tenant-{i}" for i in range(1_000)]
-    async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as store:
+    store = await DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint)
+    try:
         for key in keys:
             assert await store.block_allocator(key, block_size=10, prefetch_at=0).next() == 1
         before: StoreStatistics = store.statistics()
         assert before.live_keys == 1_000 and before.reserved == 10_000
+    finally:
+        # 1,000 give-backs: ~4 s on an idle moto, which serves one request at a time, and
+        # more than the default 10 s under the whole suite's load.
+        await store.aclose(timeout_secs=60)
     assert store.statistics().returned == 9_000
     assert store.statistics().wasted == 0
     async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as store:
