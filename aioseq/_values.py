@@ -53,7 +53,7 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #: - ``aioseq_updated_at`` (S) on a counter item: when an operator's write (``set_counter``,
 #:   ``ensure_at_least``) last moved it, ISO-8601 UTC (``"2025-01-31T12:00:00.000000+00:00"``).
 #: - ``aioseq_turn`` (L of S) on a counter item, only once writers in several processes met on
-#:   it: the queue of writers waiting to write, entries ``"<token>:<size>"`` (see
+#:   it: the queue of writers waiting to write, entries ``"<token>:<size>:<lease_ms>"`` (see
 #:   `aioseq.strategies._turn`).
 TOKEN_ATTRIBUTE = "aioseq_token"
 WRITES_ATTRIBUTE = "aioseq_writes"

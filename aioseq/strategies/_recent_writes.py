@@ -88,8 +88,8 @@ class CounterState:
         numbering: its recorded numbering's text (``aioseq_numbering``, see
             [`aioseq.numbering`][aioseq.numbering]), or ``None`` when it has none.
         turns: the queue of writers waiting to write (``aioseq_turn``, entries
-            ``"<token>:<size>"``, the next writer first; see `aioseq.strategies._turn`),
-            empty when nobody waits.
+            ``"<token>:<size>:<lease_ms>"``, the next writer first; see
+            `aioseq.strategies._turn`), empty when nobody waits.
     """
 
     value: int = 0
