@@ -114,19 +114,6 @@ def test_the_values_layer_imports_nothing_of_aioseq_but_its_errors() -> None:
     assert graph["aioseq.errors"] == set()
 
 
-#: The most lines a module of the package may have.
-MAX_MODULE_LINES = 600
-
-
-def test_no_module_is_over_600_lines() -> None:
-    long = {
-        str(path.relative_to(PACKAGE.parent)): n
-        for path in PACKAGE.rglob("*.py")
-        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
-    }
-    assert not long, long
-
-
 FACTORIES = [
     ("atomic_counter", "max_value=5"),
     ("optimistic_counter", 'write="update"'),
