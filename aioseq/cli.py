@@ -212,7 +212,9 @@ def _add_operations(
     which = policy.add_mutually_exclusive_group(required=True)
     which.add_argument("--runtime", action="store_true", help="what applications need")
     which.add_argument(
-        "--admin", action="store_true", help="what operators need: table, set, list, describe"
+        "--admin",
+        action="store_true",
+        help="what operators need: the table, set, list, describe, start-after, numbering",
     )
     policy.add_argument(
         "--table-arn",
