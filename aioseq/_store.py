@@ -421,6 +421,8 @@ class DynamoStore:
             StoreClosed: after [`aclose()`][aioseq.DynamoStore.aclose] (with ``maybe_applied`` if
                 the close cut the request off).
             StoreError: a subclass chosen by DynamoDB's error code; ``__cause__`` is botocore's.
+            ConfigurationError: ``operation`` is not a method of the client (``"UpdateItem"``
+                for ``"update_item"``): nothing is sent.
             botocore.exceptions.ParamValidationError: ``params`` do not fit the operation
                 (nothing is sent).
         """

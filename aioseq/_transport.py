@@ -178,6 +178,20 @@ def _cancelling() -> bool:
     return cancelling is None or bool(cancelling())
 
 
+def _unknown_operation(operation: str, methods: dict[str, str]) -> ConfigurationError:
+    """The error for a request named by something that is not a method of the client."""
+    by_api_name = {api: method for method, api in methods.items()}
+    hint = (
+        f"; the method for the API's {operation!r} is {by_api_name[operation]!r}"
+        if operation in by_api_name
+        else ""
+    )
+    return ConfigurationError(
+        f"unknown DynamoDB operation {operation!r}: name it as botocore's method"
+        f" (e.g. 'update_item'){hint}"
+    )
+
+
 class Transport:
     """One DynamoDB client: sends requests, maps errors, counts, drains on close.
 
@@ -239,14 +253,19 @@ class Transport:
         when the client does not (no request is sent).
 
         Raises:
+            ConfigurationError: ``operation`` is not one of the client's methods (an API name
+                such as ``"UpdateItem"`` names the method to use, ``"update_item"``).
             botocore.exceptions.ParamValidationError: as the client would have, unchanged.
         """
+        methods = self.client.meta.method_to_api_mapping
+        if operation not in methods:
+            raise _unknown_operation(operation, methods)
         if not self.validates:
             return
         shape = self._input_shapes.get(operation)
         if shape is None:
             meta = self.client.meta
-            model = meta.service_model.operation_model(meta.method_to_api_mapping[operation])
+            model = meta.service_model.operation_model(methods[operation])
             shape = self._input_shapes[operation] = model.input_shape
         if shape is not None:
             validate_parameters(params, shape)

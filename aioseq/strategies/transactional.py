@@ -185,6 +185,21 @@ class TransactionalCounter(Strategy):
                 f" number that returns one, not {type(item).__name__}"
             )
         serialized = serialize(made)
+        table = self.store.table
+        sort_key = table.sort_key
+        if (
+            not callable(item)
+            and self.item_table == table.name
+            and sort_key is not None
+            and sort_key not in serialized
+        ):
+            # A mapping gets its number under number_attribute: in the store's own table, the
+            # sort key is where a number belongs, and only an item function can put it there.
+            raise ConfigurationError(
+                f"the item has no sort key attribute {sort_key!r} (put() adds the number under"
+                f" {self.number_attribute!r}); to number the sort key, pass a function of the"
+                f" number: put(lambda n: {{{table.partition_key!r}: ..., {sort_key!r}: n}})"
+            )
         self._check_key_values(serialized)
         self._check_key_attributes(serialized)
         check_item_size(serialized)

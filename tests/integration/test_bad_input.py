@@ -450,3 +450,22 @@ async def test_a_closed_store_refuses_work(aioseq_endpoint: str, strategy: str) 
         with pytest.raises(StoreClosed):
             await operation()
     assert sum(store.requests.values()) == 0
+
+
+async def test_a_mapping_without_the_sort_key_points_to_the_item_function(
+    idle_store: DynamoStore,
+) -> None:
+    """In the store's own table a mapping's number goes to ``number_attribute``, never to the
+    sort key: such a put can never succeed, and the error says how to write it."""
+    with pytest.raises(ConfigurationError, match=r"put\(lambda n: \{'pk': \.\.\., 'sk': n\}\)"):
+        await idle_store.transactional_counter("c").put({"pk": "invoices", "total": 120})
+
+
+@pytest.mark.parametrize("send", ["call", "request"])
+async def test_an_operation_named_by_its_api_name_gets_the_method_name(
+    idle_store: DynamoStore, send: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"'UpdateItem' is 'update_item'"):
+        await getattr(idle_store, send)("UpdateItem", TableName=idle_store.table.name)
+    with pytest.raises(ConfigurationError, match="unknown DynamoDB operation 'nope'"):
+        await getattr(idle_store, send)("nope")
