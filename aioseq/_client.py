@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import aioboto3
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession
-from botocore.exceptions import BotoCoreError, NoRegionError
+from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 from botocore.loaders import Loader, create_loader
 
 from aioseq._transport import NO_CREDENTIALS
@@ -62,6 +62,12 @@ def configured_endpoint(endpoint_url: str | None = None) -> str | None:
     )
 
 
+def _no_such_profile(exc: ProfileNotFound) -> ConfigurationError:
+    return ConfigurationError(
+        f"{exc}: name a profile of the AWS config files in AWS_PROFILE, or unset it"
+    )
+
+
 async def open_client(
     *,
     session: aioboto3.Session | None,
@@ -77,9 +83,10 @@ async def open_client(
     that runs.
 
     Raises:
-        ConfigurationError: an endpoint from the environment that is not a URL, a region that
-            is missing (and no endpoint is configured) or malformed, no credentials for AWS,
-            or botocore refusing to make the client.
+        ConfigurationError: an endpoint from the environment that is not a URL, an AWS
+            profile that does not exist, a region that is missing (and no endpoint is
+            configured) or malformed, no credentials for AWS, or botocore refusing to make
+            the client.
     """
     aws = session or _new_session()
     endpoint = configured_endpoint(endpoint_url)
@@ -90,7 +97,10 @@ async def open_client(
         client_args["endpoint_url"] = endpoint_url
     # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer
     # SDKs and Lambda set, and what this method's docstring promises.
-    region = region_name or aws.region_name or os.environ.get("AWS_REGION") or None
+    try:
+        region = region_name or aws.region_name or os.environ.get("AWS_REGION") or None
+    except ProfileNotFound as exc:  # (AWS_PROFILE, or a session's profile, names none)
+        raise _no_such_profile(exc) from exc
     if region is None and endpoint is not None:
         region = LOCAL_REGION
     if region is None:
@@ -99,7 +109,10 @@ async def open_client(
             " AWS_REGION or AWS_DEFAULT_REGION, or a region in the AWS profile"
         )
     check_region(region, "the configured region")
-    credentials = await aws.get_credentials()  # type: ignore[misc]
+    try:
+        credentials = await aws.get_credentials()  # type: ignore[misc]
+    except ProfileNotFound as exc:
+        raise _no_such_profile(exc) from exc
     if credentials is None and endpoint is not None:
         log.info("no AWS credentials found; using dummy ones for %s", endpoint)
         client_args.update(LOCAL_CREDENTIALS)
