@@ -41,22 +41,37 @@ class LoopBinding:
 
     Parameters:
         owner: how the object is named in the error.
+        home: the loop the object must first be used in, if one is known then (its store's
+            client's loop): a first use elsewhere is refused too.
     """
 
-    __slots__ = ("loop", "owner")
+    __slots__ = ("home", "loop", "owner")
 
-    def __init__(self, owner: str) -> None:
+    def __init__(
+        self,
+        owner: str,
+        home: Callable[[], asyncio.AbstractEventLoop | None] | None = None,
+    ) -> None:
         self.owner = owner
+        self.home = home
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def check(self) -> asyncio.AbstractEventLoop:
         """The running loop, bound now if nothing is bound yet.
 
         Raises:
-            WrongEventLoop: the running loop is not the bound one.
+            WrongEventLoop: the running loop is not the bound one (or, at the first use, not
+                the ``home`` loop).
         """
         loop = asyncio.get_running_loop()
         if self.loop is None:
+            home = self.home() if self.home is not None else None
+            if home is not None and home is not loop:
+                # (its store's client lives there: a request from here would fail, or hang)
+                raise WrongEventLoop(
+                    f"{self.owner} is used in another event loop than its DynamoStore's;"
+                    " open one store per loop"
+                )
             self.loop = loop
         elif loop is not self.loop:
             raise WrongEventLoop(f"{self.owner} belongs to another event loop; make one per loop")
@@ -175,6 +190,7 @@ class Coalescer(Generic[R, T]):
         on_abandoned: called with a result that was set for a caller who was cancelled before
             it could take it (the result was given, the caller was gone): the allocator counts
             such numbers, so every number is accounted for.
+        home: the loop its first use must run in, when known (see `LoopBinding`).
     """
 
     def __init__(
@@ -185,6 +201,7 @@ class Coalescer(Generic[R, T]):
         window_secs: float = 0.0,
         name: str = "",
         on_abandoned: Callable[[T], None] | None = None,
+        home: Callable[[], asyncio.AbstractEventLoop | None] | None = None,
     ) -> None:
         self._flush = held_weakly(flush)
         self._on_abandoned = None if on_abandoned is None else held_weakly(on_abandoned)
@@ -195,7 +212,7 @@ class Coalescer(Generic[R, T]):
         #: it for emptiness (cancelled callers stay in it until a flush drops them).
         self.queue: deque[Waiter[R, T]] = deque()
         self._task: asyncio.Task[None] | None = None
-        self._binding = LoopBinding(self._name)
+        self._binding = LoopBinding(self._name, home)
         self._kicked = False
         self._closed = False
 

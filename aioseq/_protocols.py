@@ -5,6 +5,7 @@ make them), so no import runs back up the layers.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -41,6 +42,10 @@ class Store(Protocol):
     @property
     def closed(self) -> bool:
         """True once the store's close has begun."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop its client belongs to, when known."""
 
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """Send one request (one attempt; no retries)."""

@@ -32,7 +32,7 @@ from aioseq._values import (
 )
 from aioseq.allocator import BlockAllocator
 from aioseq.config import DEFAULT_TABLE_NAME, GroupCommit, RetryPolicy, TableSpec
-from aioseq.errors import ConfigurationError, StoreClosed, StoreError
+from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
 from aioseq.observe import Observer
 from aioseq.strategies.counter import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter
@@ -317,8 +317,16 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad ``timeout_secs``.
+            WrongEventLoop: called from another event loop than the client's (nothing is
+                closed: its connections can only be closed there).
         """
         check_seconds(timeout_secs, "timeout_secs")
+        home = self.loop
+        if home is not None and home is not asyncio.get_running_loop() and not home.is_closed():
+            raise WrongEventLoop(
+                "this DynamoStore belongs to another event loop: close it there"
+                " (await store.aclose() in the loop that opened it)"
+            )
         if self._close_task is None:
             self._closed = True
             self._close_task = asyncio.ensure_future(self._close(timeout_secs))
@@ -372,6 +380,14 @@ class DynamoStore:
     def closed(self) -> bool:
         """True once [`aclose()`][aioseq.DynamoStore.aclose] has begun."""
         return self._closed
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop this store's client belongs to: the one it was opened in, or, for a
+        borrowed client, the one the store was made in (``None`` when made outside one).
+        Counters and allocators made on the store refuse any other
+        ([`WrongEventLoop`][aioseq.errors.WrongEventLoop])."""
+        return self.transport.loop
 
     async def __aenter__(self) -> DynamoStore:
         return self

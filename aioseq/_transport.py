@@ -178,6 +178,13 @@ def _cancelling() -> bool:
     return cancelling is None or bool(cancelling())
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _unknown_operation(operation: str, methods: dict[str, str]) -> ConfigurationError:
     """The error for a request named by something that is not a method of the client."""
     by_api_name = {api: method for method, api in methods.items()}
@@ -219,6 +226,9 @@ class Transport:
         self.client = client
         self.observer = observer
         self.table_name = table_name
+        #: The event loop the client was handed over in (its connections live there), or
+        #: ``None`` when it was made outside one.
+        self.loop: asyncio.AbstractEventLoop | None = _running_loop()
         self._owner = owner
         self._requests: Counter[str] = Counter()
         self._closed = False  # aclose() is done with requests: send() refuses them

@@ -205,6 +205,7 @@ class BlockAllocator:
             self._refill,
             name=f"BlockAllocator({self.key!r})",
             on_abandoned=self._abandoned,
+            home=lambda: store.loop,
         )
         self._waiting = self._coalescer.queue
         # Its ``_thread_id``: the thread the bound loop runs in, while it runs (else None;

@@ -77,6 +77,11 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, TransactionCanceled) and "ConditionalCheckFailed" in exc.codes
 
 
+def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:
+    """The store's loop, asked when an object is first used (`LoopBinding`'s ``home``)."""
+    return lambda: store.loop
+
+
 class Strategy:
     """Base of the strategy classes: binds a store and a key, counts what it does.
 
@@ -139,7 +144,7 @@ class Strategy:
         # then may this object queue on its counter item (one place per writer).
         self._item.turn.enabled = max_in_flight == 1
         self._group: Coalescer[Any, Any] | None = None  # the group-commit coalescer, if grouped
-        self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})")
+        self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
         self.store = store
         if adopt:  # else its owner (a block allocator) is adopted, and stands for it

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import socket
 import threading
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -249,6 +251,37 @@ def test_a_second_event_loop_in_the_same_thread_is_refused(aioseq_endpoint: str)
         with pytest.raises(WrongEventLoop):
             asyncio.run(optimistic.next())
         assert first.run_until_complete(allocator.next()) == 2  # still fine in its own loop
+        first.run_until_complete(store.delete_table())
+        first.run_until_complete(store.aclose())
+    finally:
+        first.close()
+
+
+@pytest.mark.parametrize("kind", ["allocator", "atomic", "optimistic", "transactional"])
+def test_an_object_first_used_in_another_loop_than_its_store_is_refused(
+    aioseq_endpoint: str, kind: str
+) -> None:
+    """Made where no loop runs and first used in another loop than its store's (a
+    session-scoped fixture's store, a test's own loop): refused at once, not retried against
+    a client whose connections live in the other loop."""
+    first = asyncio.new_event_loop()
+    try:
+        store = first.run_until_complete(_open(aioseq_endpoint))
+        factories: dict[str, Callable[[], Awaitable[int]]] = {
+            "allocator": store.block_allocator("k").next,
+            "atomic": store.atomic_counter("a").next,
+            "optimistic": store.optimistic_counter("o").next,
+            "transactional": functools.partial(
+                store.transactional_counter("g").put, lambda n: {"pk": "g", "sk": n}
+            ),
+        }
+        started = time.monotonic()
+        with pytest.raises(WrongEventLoop, match="another event loop than its DynamoStore"):
+            asyncio.run(factories[kind]())
+        assert time.monotonic() - started < 5
+        with pytest.raises(WrongEventLoop, match="close it there"):
+            asyncio.run(store.aclose())
+        assert not store.closed
         first.run_until_complete(store.delete_table())
         first.run_until_complete(store.aclose())
     finally:
