@@ -34,7 +34,15 @@ from aioseq.errors import (
 )
 from aioseq.observe import Observer, RetryEvent, notify
 
-__all__ = ["RetryEngine", "Verdict", "is_conflict_reason", "is_transient", "reason", "transient"]
+__all__ = [
+    "RetryEngine",
+    "Verdict",
+    "Waiting",
+    "is_conflict_reason",
+    "is_transient",
+    "reason",
+    "transient",
+]
 
 T = TypeVar("T")
 
@@ -60,6 +68,12 @@ class Verdict(enum.Enum):
 
 
 Classify = Callable[[Exception], Verdict]
+
+
+class Waiting(AioseqError):
+    """An attempt that sent nothing: its writer waits its turn (a counter's queue, see
+    `aioseq.strategies._turn`). A pause after it is not an attempt spent: it does not count
+    toward ``RetryPolicy.max_attempts`` (``max_delay_secs`` still bounds it)."""
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -198,7 +212,7 @@ class _Run(Generic[T]):
         self.started = started
         self.pause_secs = pause_secs
         self.backoffs = 0  # failures so far that asked for a backoff
-        self.pauses = 0  # pauses in a counter's queue so far: not attempts spent
+        self.pauses = 0  # waits after attempts that sent nothing (Waiting): not attempts spent
         # An attempt failed in a way that may hide its success.
         self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
 
@@ -248,8 +262,8 @@ class _Run(Generic[T]):
 
     def _stop(self, state: RetryCallState) -> bool:
         policy = self.engine.policy
-        # A pause in a counter's queue is waiting, not failing: it does not use up attempts
-        # (max_delay_secs still bounds the wait).
+        # Waiting its turn is not failing: it does not use up attempts (max_delay_secs still
+        # bounds the wait); a write that failed its condition does.
         if state.attempt_number - self.pauses >= policy.max_attempts:
             return True
         elapsed = time.monotonic() - self.started
@@ -264,7 +278,8 @@ class _Run(Generic[T]):
         if verdict is Verdict.RETRY_NOW:
             return 0.0
         if verdict is Verdict.YIELD:
-            self.pauses += 1
+            if isinstance(error, Waiting):
+                self.pauses += 1
             policy = self.engine.policy
             pause = self.pause_secs() if self.pause_secs else policy.initial_backoff_secs
             return pause * random.uniform(0.9, 1.1)

@@ -119,7 +119,7 @@ class RetryPolicy:
     """How aioseq retries what is safe to retry (conflicts, throttling, transient errors).
 
     Retries stop at whichever bound comes first: ``max_attempts`` attempts in all (a writer's
-    pauses in a counter's queue are not counted: they wait, they do not fail), or
+    waits for its turn in a counter's queue, attempts that sent nothing, are not counted), or
     ``max_delay_secs`` seconds since the first attempt. Waits between attempts are drawn
     uniformly from ``[0, min(max_backoff_secs, initial_backoff_secs * 2**n)]`` ("full jitter",
     AWS Architecture Blog, "Exponential Backoff And Jitter"; tenacity's
@@ -129,8 +129,8 @@ class RetryPolicy:
     this policy is the only one that runs.
 
     Attributes:
-        max_attempts: attempts in all, including the first, less pauses in a counter's
-            queue (>= 1).
+        max_attempts: attempts in all, including the first, less waits for a turn in a
+            counter's queue (>= 1).
         max_delay_secs: seconds after which no new attempt starts (> 0).
         initial_backoff_secs: the cap of the first wait, in seconds (> 0).
         max_backoff_secs: the largest wait, in seconds (>= initial_backoff_secs).

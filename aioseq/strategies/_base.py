@@ -355,7 +355,8 @@ class Strategy:
         group = self._group
         if group is not None:
             return group.flushing or any(w.waiting for w in group.queue)
-        return self._waiting_turns > 0  # (the next caller inherits the place)
+        # (a call that found the turn free took it without waiting: it runs)
+        return self._running > 0 or self._waiting_turns > 0
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number

@@ -44,10 +44,10 @@ from dataclasses import replace
 from typing import Any
 
 from aioseq._protocols import Store
-from aioseq._retry import Verdict
+from aioseq._retry import Verdict, Waiting
 from aioseq._values import TURN_ATTRIBUTE, Item
 from aioseq.config import RECENT_WRITES
-from aioseq.errors import AioseqError, ConditionFailed, StoreError
+from aioseq.errors import AioseqError, ConditionFailed
 from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
 
 __all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_lease_secs", "entry_size"]
@@ -59,6 +59,10 @@ TURN_TIMEOUT_SECS = 0.5
 
 #: A writer's lease on the head, in its own round trips (written in its entry).
 LEASE_ROUND_TRIPS = 4
+
+#: The longest lease written or honoured, in seconds: a blocked event loop or a slow server
+#: inflates round trips, and a vanished writer costs the others its lease.
+MAX_LEASE_SECS = 10.0
 
 #: An observer's least patience with a head, in its own round trips.
 OBSERVER_ROUND_TRIPS = 4
@@ -101,14 +105,14 @@ def entry_size(queued: str) -> int:
     write)."""
     fields = _fields(queued)
     size = fields[1] if len(fields) in (2, 3) else ""
-    return int(size) if size.isdigit() else 0
+    return int(size) if size.isdecimal() and size.isascii() else 0
 
 
 def entry_lease_secs(queued: str) -> float:
     """How long a queue entry's writer may hold the head, in seconds (0 when it says none)."""
     fields = _fields(queued)
     lease = fields[2] if len(fields) == 3 else ""
-    return int(lease) / 1000 if lease.isdigit() else 0.0
+    return int(lease) / 1000 if lease.isdecimal() and lease.isascii() else 0.0
 
 
 def predicted(state: CounterState, ahead: Sequence[str]) -> CounterState:
@@ -124,7 +128,11 @@ def predicted(state: CounterState, ahead: Sequence[str]) -> CounterState:
     )
 
 
-class TurnHeld(AioseqError):
+def _never_wanted() -> bool:
+    return False
+
+
+class TurnHeld(Waiting):
     """Writers ahead of this one in the counter's queue have not written yet: this writer
     waits (not raised to callers unless the retry policy runs out while waiting, as
     ``RetriesExhausted.last_error``)."""
@@ -152,6 +160,7 @@ class Turn:
         # enqueue cancelled or whose answer was lost, a place given up), and since when.
         self._strays: dict[str, float] = {}
         self._leaving: asyncio.Task[None] | None = None
+        self._give_up_asked: Callable[[], bool] | None = None  # a give-up to serve, if any
         self._contended = False  # lost a race, or wrote behind others: enqueue to write next
         self._alone = 0  # enqueues in a row that found nobody else in the queue
         self._paused = False  # waited since last told its position: write from the prediction
@@ -197,14 +206,18 @@ class Turn:
     def lease_secs(self) -> float:
         """How long this writer may hold the head (what it writes in its entry): a few of its
         fastest recent round trips."""
-        return max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * self._fastest_round_trip())
+        lease = max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * self._fastest_round_trip())
+        return min(lease, MAX_LEASE_SECS)
 
     def stale_after(self, head: str) -> float:
         """How long ``head`` may stand at the head before this writer removes it."""
-        return max(
-            TURN_TIMEOUT_SECS,
-            entry_lease_secs(head),
-            OBSERVER_ROUND_TRIPS * self._fastest_round_trip(),
+        return min(
+            max(
+                TURN_TIMEOUT_SECS,
+                entry_lease_secs(head),
+                OBSERVER_ROUND_TRIPS * self._fastest_round_trip(),
+            ),
+            MAX_LEASE_SECS,
         )
 
     def pause_secs(self) -> float:
@@ -422,20 +435,24 @@ class Turn:
         """This writer seems to have nobody left to write for. Unless ``wanted()`` says
         otherwise after `GIVE_UP_GRACE_SECS` (callers whose deadline just ended often call
         again at once), its entry becomes a stray and a task of its own takes it out of the
-        queue (see `leave()`). Returns at once; no request on the caller's path."""
+        queue (see `leave()`). A request made while that task runs is served by it once it is
+        done. Returns at once; no request on the caller's path."""
+        self._give_up_asked = wanted or _never_wanted
         if self._leaving is None:
             self._leaving = asyncio.get_running_loop().create_task(
-                self._give_up_later(wanted), name=f"aioseq-leave({self.key!r})"
+                self._give_up_later(), name=f"aioseq-leave({self.key!r})"
             )
 
-    async def _give_up_later(self, wanted: Callable[[], bool] | None) -> None:
+    async def _give_up_later(self) -> None:
         try:
-            await asyncio.sleep(GIVE_UP_GRACE_SECS)
-            if wanted is not None and wanted():
-                return  # a commit uses the place again
-            log.debug("counter %r: gave up %s (strays %s)", self.key, self._mine, self._strays)
-            self._drop_place()
-            await self._leave_now(None)
+            while (wanted := self._give_up_asked) is not None:
+                self._give_up_asked = None
+                await asyncio.sleep(GIVE_UP_GRACE_SECS)
+                if wanted():
+                    continue  # a commit uses the place again
+                log.debug("counter %r: gave up %s (strays %s)", self.key, self._mine, self._strays)
+                self._drop_place()
+                await self._leave_now(None)
         finally:
             self._leaving = None
 
@@ -448,7 +465,11 @@ class Turn:
 
     async def leave(self, turns: tuple[str, ...] | None = None) -> None:
         """Take this writer's entries out of the queue now and wait until they are out (its
-        close). ``turns``: the queue as last seen, if known."""
+        close): from then on it writes past the queue, never enqueueing again (a write of it
+        still on its way ends so). ``turns``: the queue as last seen, if known. No error
+        raised: entries it could not remove go stale for the others."""
+        self.enabled = False
+        self._give_up_asked = None
         self._drop_place()
         task = self._leaving
         if task is not None:
@@ -481,7 +502,7 @@ class Turn:
                     functools.partial(self._remove, mine), counter_key=self.key
                 )
                 turns, fresh = turns_of(item), True
-        except StoreError as exc:
+        except AioseqError as exc:  # (RetriesExhausted, StoreClosed: the entries go stale)
             log.info("counter %r: could not leave the counter's queue: %s", self.key, exc)
 
     async def _read(self) -> Item:

@@ -16,7 +16,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -267,7 +267,7 @@ def test_an_object_first_used_in_another_loop_than_its_store_is_refused(
     first = asyncio.new_event_loop()
     try:
         store = first.run_until_complete(_open(aioseq_endpoint))
-        factories: dict[str, Callable[[], Awaitable[int]]] = {
+        factories: dict[str, Callable[[], Coroutine[Any, Any, int]]] = {
             "allocator": store.block_allocator("k").next,
             "atomic": store.atomic_counter("a").next,
             "optimistic": store.optimistic_counter("o").next,

@@ -1,12 +1,22 @@
-"""The queue's pure parts: the time between writes a writer estimates. No server."""
+"""The queue's logic without a server: the time between writes, leases, stale batches, strays,
+and leaving, against a store that answers the queue's requests as DynamoDB would."""
 
 from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
 
 import pytest
 from checks import Clock
 
+from aioseq._retry import RetryEngine
+from aioseq.config import TURN_ATTRIBUTE, RetryPolicy, TableSpec
+from aioseq.errors import ConditionFailed, Throttled
+from aioseq.strategies._recent_writes import CounterState
 from aioseq.strategies._turn import (
     FIRST_ROUND_TRIP_SECS,
+    GIVE_UP_GRACE_SECS,
     LEASE_ROUND_TRIPS,
     TURN_TIMEOUT_SECS,
     Turn,
@@ -83,3 +93,90 @@ def test_a_stray_is_removed_wherever_it_stands() -> None:
     turn._strays["lost:1:500"] = clock.now  # an enqueue that was cancelled
     queue = ("other:1:500", "lost:1:500")
     assert turn._removable(queue, turn._watch(queue)) == [(1, "lost:1:500")]
+
+
+class QueueStore:
+    """A store whose counter item holds only the writers' queue, answering the requests a
+    `Turn` leaving sends as DynamoDB would (a consistent ``GetItem``; ``UpdateItem``
+    ``REMOVE #turn[i], ...`` under ``#turn[i] = :e...``, ``ALL_NEW`` or ``ALL_OLD`` on a
+    failed condition); ``fail`` throttles every request."""
+
+    def __init__(self, *entries: str) -> None:
+        self.queue = list(entries)
+        self.table = TableSpec()
+        self.retry = RetryEngine(RetryPolicy(max_attempts=3, initial_backoff_secs=0.001))
+        self.fail = False
+        self.sent: list[str] = []
+        self.reading = asyncio.Event()  # set when a GetItem arrives
+        self.gate: asyncio.Event | None = None  # if set, a GetItem waits for it
+
+    def counter_item_key(self, key: str) -> dict[str, Any]:
+        return {"pk": {"S": key}}
+
+    def _item(self) -> dict[str, Any]:
+        return {TURN_ATTRIBUTE: {"L": [{"S": e} for e in self.queue]}}
+
+    async def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        self.sent.append(operation)
+        await asyncio.sleep(0)
+        if self.fail:
+            raise Throttled("slow down", code="ThrottlingException", operation=operation)
+        if operation == "get_item":
+            self.reading.set()
+            if self.gate is not None:
+                await self.gate.wait()
+            return {"Item": self._item()}
+        indices = [int(i) for i in re.findall(r"#turn\[(\d+)\]", params["UpdateExpression"])]
+        wanted = [v["S"] for v in params["ExpressionAttributeValues"].values()]
+        pairs = zip(indices, wanted, strict=True)
+        if any(i >= len(self.queue) or self.queue[i] != e for i, e in pairs):
+            raise ConditionFailed("no", code="ConditionalCheckFailedException", item=self._item())
+        for i in sorted(indices, reverse=True):
+            del self.queue[i]
+        return {"Attributes": self._item()}
+
+
+async def test_a_writer_with_nobody_to_write_for_leaves_after_the_grace() -> None:
+    store = QueueStore("other:1:500", "mine:1:500", "behind:1:500")
+    turn = Turn(store, "c")  # type: ignore[arg-type]
+    turn._mine = "mine:1:500"
+    turn.give_up(lambda: False)
+    assert store.queue[1] == "mine:1:500"  # not on the caller's path
+    await asyncio.sleep(GIVE_UP_GRACE_SECS * 3)
+    assert store.queue == ["other:1:500", "behind:1:500"]  # found by a read, then removed
+    assert turn.entry is None and not turn.holds
+
+
+async def test_a_writer_wanted_again_within_the_grace_keeps_its_place() -> None:
+    store = QueueStore("other:1:500", "mine:1:500")
+    turn = Turn(store, "c")  # type: ignore[arg-type]
+    turn._mine = "mine:1:500"
+    turn.give_up(lambda: True)  # a caller called again at once
+    await asyncio.sleep(GIVE_UP_GRACE_SECS * 3)
+    assert store.queue == ["other:1:500", "mine:1:500"] and turn.entry == "mine:1:500"
+    assert store.sent == []
+
+
+async def test_a_give_up_asked_while_a_leave_runs_is_served_after_it() -> None:
+    store = QueueStore("first:1:500", "x:1:500", "second:1:500")
+    turn = Turn(store, "c")  # type: ignore[arg-type]
+    store.gate = asyncio.Event()
+    turn._mine = "first:1:500"
+    turn.give_up(lambda: False)
+    await store.reading.wait()  # the leave is under way, its read not answered yet
+    turn._mine = "second:1:500"  # a new commit enqueued meanwhile; its callers left too
+    turn.give_up(lambda: False)
+    store.gate.set()
+    await asyncio.sleep(GIVE_UP_GRACE_SECS * 4)
+    assert store.queue == ["x:1:500"]
+
+
+async def test_leaving_raises_nothing_and_a_closed_writer_never_queues_again() -> None:
+    store = QueueStore("other:1:500", "mine:1:500")
+    store.fail = True  # every request throttled: the retry policy runs out
+    turn = Turn(store, "c")  # type: ignore[arg-type]
+    turn._mine = "mine:1:500"
+    await turn.leave()  # no RetriesExhausted: the entry goes stale for the others
+    assert not turn.enabled  # a write of it still on its way writes past the queue
+    state = CounterState(value=5, exists=True, writes=5, turns=tuple(store.queue))
+    assert await turn.ready(state, 1, lambda item: state) is state  # no enqueue
