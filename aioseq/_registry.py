@@ -120,6 +120,8 @@ class Registry:
         self._peak = 0  # the most entries since the dict was last rebuilt
         #: Dropped objects giving their numbers back now, by ``id``.
         self._dropping: dict[int, Shareable] = {}
+        #: Of those, the ``id``s of the ones used again meanwhile (kept once their drop ends).
+        self._revived: set[int] = set()
         #: Dropped allocators a caller still holds (for `revive()`); the others die.
         self._dropped_entries: weakref.WeakKeyDictionary[Shareable, _Dropped] = (
             weakref.WeakKeyDictionary()
@@ -232,7 +234,11 @@ class Registry:
                     returned = wasted = 0
                 finally:
                     del dropping[id(obj)]
-                    self._count_drop(entry)
+                    if id(obj) in self._revived:  # used again while it gave its numbers back
+                        self._revived.discard(id(obj))
+                        self._keep(entry)
+                    else:
+                        self._count_drop(entry)
                     self.evictions += 1
                 if self.observer is not None:
                     notify(self.observer.on_evict, EvictEvent(obj.key, name, returned, wasted))
@@ -288,6 +294,9 @@ class Registry:
         shared object of its key if that has none (or a closed one), else apart, and drop it
         again when it is idle; its numbers count among the live ones again. Nothing for an
         object that was not dropped."""
+        if id(obj) in self._dropping:  # its drop is under way: kept when that ends
+            self._revived.add(id(obj))
+            return
         if not self._dropped_entries:  # (the common case: a new object)
             return
         dropped = self._dropped_entries.pop(obj, None)
@@ -295,13 +304,17 @@ class Registry:
             return
         for i, n in enumerate(dropped.counted):
             self._dropped[i] -= n
-        entry = _Entry(dropped.name, obj, dropped.args, dropped.kwargs)
-        place = (dropped.name, obj.key)
+        self._keep(_Entry(dropped.name, obj, dropped.args, dropped.kwargs))
+
+    def _keep(self, entry: _Entry) -> None:
+        """Keep a dropped object in use again: as the shared object of its key if that has
+        none (or a closed one), else apart, dropped again when idle."""
+        place = (entry.name, entry.obj.key)
         shared = self.entries.get(place)
         if shared is None or shared.obj._closed:
             self.entries[place] = entry
         else:
-            self._strays[(dropped.name, id(obj))] = entry
+            self._strays[(entry.name, id(entry.obj))] = entry
 
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
