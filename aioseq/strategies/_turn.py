@@ -26,7 +26,7 @@ the queue must guarantee is liveness (docs/group-commit.md, "Liveness"):
   its own, finding its entry wherever it moved (reading the item if it must), under the
   store's retry policy; so does an enqueue that was cancelled or whose answer was lost;
 - an entry whose writer vanished is **stale** once it has stood at the head longer than its
-  **lease** (the most of `TURN_TIMEOUT_SECS`, the lease its writer wrote in it from its own
+  **lease** (the most of `MIN_LEASE_SECS`, the lease its writer wrote in it from its own
   round trips, and a few of the observer's round trips, on the observer's clock); the writer
   that finds it removes it together with every entry ahead of its own that it has watched for
   as long: a crash costs the writers behind one lease, once, however many entries it left.
@@ -50,12 +50,20 @@ from aioseq.config import RECENT_WRITES
 from aioseq.errors import AioseqError, ConditionFailed
 from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
 
-__all__ = ["TURN_TIMEOUT_SECS", "Turn", "TurnHeld", "entry", "entry_lease_secs", "entry_size"]
+__all__ = [
+    "MAX_LEASE_SECS",
+    "MIN_LEASE_SECS",
+    "Turn",
+    "TurnHeld",
+    "entry",
+    "entry_lease_secs",
+    "entry_size",
+]
 
 log = logging.getLogger("aioseq")
 
-#: The least time an entry may stand at the head before other writers remove it, in seconds.
-TURN_TIMEOUT_SECS = 0.5
+#: The shortest lease: how long any entry may stand at the head before others remove it (s).
+MIN_LEASE_SECS = 0.5
 
 #: A writer's lease on the head, in its own round trips (written in its entry).
 LEASE_ROUND_TRIPS = 4
@@ -206,14 +214,14 @@ class Turn:
     def lease_secs(self) -> float:
         """How long this writer may hold the head (what it writes in its entry): a few of its
         fastest recent round trips."""
-        lease = max(TURN_TIMEOUT_SECS, LEASE_ROUND_TRIPS * self._fastest_round_trip())
+        lease = max(MIN_LEASE_SECS, LEASE_ROUND_TRIPS * self._fastest_round_trip())
         return min(lease, MAX_LEASE_SECS)
 
     def stale_after(self, head: str) -> float:
         """How long ``head`` may stand at the head before this writer removes it."""
         return min(
             max(
-                TURN_TIMEOUT_SECS,
+                MIN_LEASE_SECS,
                 entry_lease_secs(head),
                 OBSERVER_ROUND_TRIPS * self._fastest_round_trip(),
             ),

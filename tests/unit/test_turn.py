@@ -18,7 +18,7 @@ from aioseq.strategies._turn import (
     FIRST_ROUND_TRIP_SECS,
     GIVE_UP_GRACE_SECS,
     LEASE_ROUND_TRIPS,
-    TURN_TIMEOUT_SECS,
+    MIN_LEASE_SECS,
     Turn,
     entry,
     entry_lease_secs,
@@ -59,7 +59,7 @@ def test_an_entry_carries_its_size_and_lease() -> None:
 
 def test_a_lease_is_a_few_of_the_fastest_recent_round_trips() -> None:
     turn = Turn(store=None, key="c", clock=Clock(0.0))  # type: ignore[arg-type]
-    assert turn.lease_secs() == TURN_TIMEOUT_SECS  # near writers: the floor
+    assert turn.lease_secs() == MIN_LEASE_SECS  # near writers: the floor
     for secs in (3.0, 1.2, 1.3):  # a slow connection set-up first, then a far writer's
         turn.sent(secs)
     assert turn.lease_secs() == pytest.approx(LEASE_ROUND_TRIPS * 1.2)
