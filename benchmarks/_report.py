@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -84,3 +85,18 @@ def header(endpoint: str) -> dict[str, Any]:
         "revision": revision(),
         "endpoint": endpoint,
     }
+
+
+def load_average() -> str:
+    """The machine's load average now, as reports quote it."""
+    load = os.getloadavg()
+    return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
+
+
+def save(out: Path, name: str, report: dict[str, Any], text: str) -> None:
+    """Write ``report`` as ``out/NAME.json`` and its markdown ``text`` as ``out/NAME.md``, and
+    print the text."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (out / f"{name}.md").write_text(text)
+    print(text)

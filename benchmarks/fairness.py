@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import os
 import statistics
 import sys
 import time
@@ -45,7 +43,7 @@ from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq.testing.capacity import CapacityModel
-from benchmarks._report import header, machine
+from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import Bench, CapacityProxy, Result, server_pid
 from benchmarks.defaults.options import Options, defaults
 from benchmarks.row import server
@@ -69,11 +67,6 @@ class Settings:
 
 
 QUICK = Settings(tasks=8, processes=2, rounds=1, row_secs=0.3, hot_secs=0.5, raw_secs=0.3)
-
-
-def _uptime() -> str:
-    load = os.getloadavg()
-    return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
 
 
 # --- sections ----------------------------------------------------------------------------
@@ -457,20 +450,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "command": f"{wrapper}.venv/bin/python -m benchmarks.fairness {' '.join(arguments)}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_at_start": _uptime(),
+        "load_at_start": load_average(),
         "settings": s.__dict__,
     }
     with server(args.server) as (endpoint, description):
         report.update(header(endpoint))
         report["server"] = description
         report.update(asyncio.run(run(s, endpoint)))
-    report["load_at_end"] = _uptime()
+    report["load_at_end"] = load_average()
     report["machine"] = machine()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fairness.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    text = markdown(report)
-    (args.out / "fairness.md").write_text(text)
-    print(text)
+    save(args.out, "fairness", report, markdown(report))
     return 0 if report["ok"] else 1
 
 

@@ -42,7 +42,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import json
 import multiprocessing
 import os
 import signal
@@ -59,7 +58,7 @@ from aioseq import DynamoStore
 from aioseq._workload import PAYLOAD_ATTRIBUTE, stored_payloads
 from aioseq.config import TURN_ATTRIBUTE
 from aioseq.testing.capacity import CapacityModel
-from benchmarks._report import header, machine
+from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import CapacityProxy
 from benchmarks.row import server
 
@@ -665,11 +664,6 @@ def compare_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _uptime() -> str:
-    load = os.getloadavg()
-    return f"load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
-
-
 async def run(s: Settings, endpoint: str) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     if "deadlines" in s.sections:
@@ -714,20 +708,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "command": f"{wrapper}.venv/bin/python -m benchmarks.liveness {' '.join(arguments)}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_at_start": _uptime(),
+        "load_at_start": load_average(),
         "settings": asdict(s),
     }
     with server(args.server) as (endpoint, description):
         report.update(header(endpoint))
         report["server"] = description
         report.update(asyncio.run(run(s, endpoint)))
-    report["load_at_end"] = _uptime()
+    report["load_at_end"] = load_average()
     report["machine"] = machine()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "liveness.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    text = markdown(report)
-    (args.out / "liveness.md").write_text(text)
-    print(text)
+    save(args.out, "liveness", report, markdown(report))
     return 0 if report["ok"] else 1
 
 

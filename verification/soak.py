@@ -93,10 +93,11 @@ from aioseq._workload import (
     make_taker,
     stored_payloads,
 )
-from aioseq.config import TURN_ATTRIBUTE, TableSpec
+from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
 from aioseq.testing.fault_proxy import KINDS, Exchange, FaultProxy, FaultSchedule
 from benchmarks._report import header
+from benchmarks.liveness import queue_entries
 from benchmarks.row import server
 from verification.history import History, Report
 from verification.records import Call
@@ -449,19 +450,6 @@ def longest_standstill_secs(calls: Iterable[Call], *, join_secs: float = 0.05) -
             i += 1
         longest = max(longest, end - last)
     return longest
-
-
-async def queue_entries(store: DynamoStore, key: str) -> list[str]:
-    """The writers' queue entries (``aioseq_turn``) on counter ``key``'s counter item (a
-    strongly consistent read)."""
-    response = await store.call(
-        "get_item",
-        TableName=store.table.name,
-        Key=store.counter_item_key(key),
-        ConsistentRead=True,
-    )
-    item = response.get("Item") or {}
-    return [str(e.get("S")) for e in item.get(TURN_ATTRIBUTE, {}).get("L", [])]
 
 
 class _QueueOwners:

@@ -343,10 +343,8 @@ class Strategy:
         # Ungrouped, the next caller waiting for its turn inherits the place.
         queued = group.queue if group is not None else ()
         waiting = any(w.waiting for w in queued) or self._waiting_turns > 0
-        if self._closed:
-            self._item.give_up()
-        elif not (waiting or (not failed and any(w.waiting for w in batch))):
-            self._item.give_up(self._wants_place)
+        if self._closed or not (waiting or (not failed and any(w.waiting for w in batch))):
+            self._item.give_up(self._wants_place)  # (False once closed)
 
     def _wants_place(self) -> bool:
         """Whether callers wait for a write of this object's, or one is being made."""

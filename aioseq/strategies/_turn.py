@@ -96,11 +96,9 @@ GIVE_UP_GRACE_SECS = 0.02
 STRAY_SECS = 120.0
 
 
-def entry(token: str, size: int, lease_secs: float | None = None) -> str:
-    """A queue entry: a writer's token, the count of numbers its write takes and, if given,
-    how long it may hold the head (milliseconds in the entry)."""
-    if lease_secs is None:
-        return f"{token}:{size}"
+def entry(token: str, size: int, lease_secs: float) -> str:
+    """A queue entry: a writer's token, the count of numbers its write takes, and how long it
+    may hold the head (milliseconds in the entry)."""
     return f"{token}:{size}:{round(lease_secs * 1000)}"
 
 

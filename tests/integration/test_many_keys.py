@@ -7,6 +7,7 @@ import asyncio
 import gc
 import threading
 import weakref
+from typing import Any
 
 import pytest
 from checks import assert_distinct, until
@@ -249,6 +250,14 @@ async def test_a_close_during_a_sweep_lets_its_give_backs_finish(
         assert set(values) == {1}
 
 
+#: Blocks of 50 that neither grow nor prefetch: the tests below count their numbers.
+FIXED_BLOCKS: dict[str, Any] = {
+    "block_size": 50,
+    "prefetch_at": 0,
+    "target_refill_interval_secs": None,
+}
+
+
 async def test_an_allocator_refilled_while_its_drop_gives_numbers_back_is_kept(
     aioseq_endpoint: str, table_name: str
 ) -> None:
@@ -256,9 +265,7 @@ async def test_an_allocator_refilled_while_its_drop_gives_numbers_back_is_kept(
     back: the store keeps it (shared again once the drop ends), so its new block is told
     and given back at close, never collected with it."""
     async with DynamoStore.open(table=table_name, endpoint_url=aioseq_endpoint) as store:
-        held = store.block_allocator(
-            "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
-        )
+        held = store.block_allocator("k", **FIXED_BLOCKS)
         assert await held.next() == 1
         registry = store._shared
         await registry.sweep()  # notes its activity
@@ -271,12 +278,7 @@ async def test_an_allocator_refilled_while_its_drop_gives_numbers_back_is_kept(
         assert await held.next() in (2, 51)
         assert await dropping == 1
         assert store.statistics().live_keys == 1  # kept, not counted as dropped
-        assert (
-            store.block_allocator(
-                "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
-            )
-            is held
-        )
+        assert store.block_allocator("k", **FIXED_BLOCKS) is held
         del held
         gc.collect()  # filterwarnings = error: a ResourceWarning here fails the test
     stats = store.statistics()
@@ -294,18 +296,11 @@ async def test_an_allocator_refilled_after_its_drop_still_gives_its_block_back(
     async with DynamoStore.open(
         table=table_name, endpoint_url=aioseq_endpoint, idle_secs=0.05, observer=seen
     ) as store:
-        held = store.block_allocator(
-            "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
-        )
+        held = store.block_allocator("k", **FIXED_BLOCKS)
         assert await held.next() == 1
         await asyncio.wait_for(seen.done.wait(), timeout=30)
         assert await held.next() == 2  # a new block, 2..51
-        assert (
-            store.block_allocator(
-                "k", block_size=50, prefetch_at=0, target_refill_interval_secs=None
-            )
-            is held
-        )  # shared again
+        assert store.block_allocator("k", **FIXED_BLOCKS) is held  # shared again
         del held
         gc.collect()  # filterwarnings = error: a ResourceWarning here fails the test
     stats = store.statistics()

@@ -6,6 +6,7 @@ keeps moving and no queue entry survives a clean close."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -53,11 +54,17 @@ async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoi
     assert lines[1].startswith("faults (seed 5): 10.0% of requests: answers lost after")
     assert any(line.startswith("numbers checked: ") for line in lines)
     assert any(line.startswith("items stored twice: 0") for line in lines)
-    # What --out saves (soak.json) prints again line for line: the docs render it.
+    assert_prints_again(aioseq_endpoint, parameters, results, lines)
+
+
+def assert_prints_again(
+    endpoint: str, parameters: dict[str, Any], results: list[Soak], lines: list[str]
+) -> None:
+    """What --out saves prints again line for line (the docs render it)."""
     saved = json.loads(
         json.dumps(
             {
-                "endpoint": aioseq_endpoint,
+                "endpoint": endpoint,
                 "parameters": parameters,
                 "results": [soak.to_json() for soak in results],
             }
@@ -102,17 +109,7 @@ async def test_under_deadlines_every_counter_keeps_moving(aioseq_endpoint: str) 
     assert lines[-1] == "all guarantees held, every counter kept moving"
     assert "every call under a 0.1 s deadline (asyncio.wait_for)" in lines[0]
     assert any(line.startswith("longest standstill: ") for line in lines)
-    saved = json.loads(
-        json.dumps(
-            {
-                "endpoint": aioseq_endpoint,
-                "parameters": parameters,
-                "results": [soak.to_json() for soak in results],
-            }
-        )
-    )
-    assert [Soak.from_json(soak) for soak in saved["results"]] == results
-    assert transcript(saved) == lines
+    assert_prints_again(aioseq_endpoint, parameters, results, lines)
 
 
 def _call(started: float, ended: float, served: bool = True) -> Call:
