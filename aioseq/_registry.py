@@ -19,36 +19,22 @@ import asyncio
 import logging
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from aioseq.allocator import BlockAllocator
+from aioseq.contracts import Managed, NumbersHeld
 from aioseq.errors import ConfigurationError, WrongEventLoop
 from aioseq.observe import EvictEvent, Observer, notify
 
-__all__ = ["EVICTIONS_IN_FLIGHT", "Registry", "Shareable", "StoreStatistics"]
+__all__ = ["EVICTIONS_IN_FLIGHT", "Registry", "StoreStatistics"]
 
 log = logging.getLogger("aioseq")
 
+M = TypeVar("M", bound=Managed)
+
 #: The most evictions (each at most one conditional ``UpdateItem``) a sweep runs at once.
 EVICTIONS_IN_FLIGHT = 32
-
-
-class Shareable(Protocol):
-    """What a shared object offers the registry (strategies and allocators do)."""
-
-    key: str
-    _closed: bool
-
-    def _activity(self) -> tuple[int, ...]: ...
-
-    def _busy(self) -> bool: ...
-
-    async def _evict(self) -> tuple[int, int]: ...
-
-
-S = TypeVar("S", bound=Shareable)
 
 
 @dataclass(frozen=True)
@@ -74,28 +60,23 @@ class StoreStatistics:
 
 
 class _Entry:
-    __slots__ = ("args", "kwargs", "name", "obj", "seen")
+    __slots__ = ("factory", "obj", "options", "seen")
 
-    def __init__(
-        self, name: str, obj: Shareable, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-    ) -> None:
-        self.name = name
+    def __init__(self, factory: str, obj: Managed, options: tuple[Any, ...]) -> None:
+        self.factory = factory
         self.obj = obj
-        self.args = args
-        self.kwargs = kwargs
+        self.options = options
         self.seen: tuple[int, ...] | None = None  # its activity at the last sweep
 
 
 @dataclass(frozen=True)
 class _Dropped:
-    """What the registry remembers of a dropped allocator (never the allocator itself): how
-    to share it again, and its numbers when it was dropped (counted in
-    ``Registry._dropped``)."""
+    """What the registry remembers of a dropped object (never the object itself): how to
+    share it again, and its numbers when it was dropped (counted in ``Registry._dropped``)."""
 
-    name: str
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
-    counted: tuple[int, int, int, int]
+    factory: str
+    options: tuple[Any, ...]
+    counted: NumbersHeld
 
 
 class Registry:
@@ -119,11 +100,11 @@ class Registry:
         self.entries: dict[tuple[str, object], _Entry] = {}
         self._peak = 0  # the most entries since the dict was last rebuilt
         #: Dropped objects giving their numbers back now, by ``id``.
-        self._dropping: dict[int, Shareable] = {}
+        self._dropping: dict[int, Managed] = {}
         #: Of those, the ``id``s of the ones used again meanwhile (kept once their drop ends).
         self._revived: set[int] = set()
-        #: Dropped allocators a caller still holds (for `revive()`); the others die.
-        self._dropped_entries: weakref.WeakKeyDictionary[Shareable, _Dropped] = (
+        #: Dropped objects a caller still holds (for `revive()`); the others die.
+        self._dropped_entries: weakref.WeakKeyDictionary[Managed, _Dropped] = (
             weakref.WeakKeyDictionary()
         )
         #: Revived objects whose key had another object by then, by ``(name, id)``: swept
@@ -134,55 +115,49 @@ class Registry:
         self._sweeping: asyncio.Future[int] | None = None
         self._closed = False
         self.evictions = 0
-        # What dropped allocators had done when they were dropped.
-        self._dropped = [0, 0, 0, 0]  # reserved, handed out, returned, wasted
+        # The numbers of the dropped objects when they were dropped.
+        self._dropped = NumbersHeld()
 
-    def get(
-        self,
-        name: str,
-        key: object,
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        store: Any,
-        cls: Callable[..., S],
-        options: Callable[[tuple[Any, ...], Mapping[str, Any]], dict[str, Any]],
-    ) -> S:
-        """The object shared for ``(name, key)``, made the first time.
+    def shared(
+        self, factory: str, key: object, options: tuple[Any, ...], names: tuple[str, ...]
+    ) -> Any:
+        """The open object shared for ``(factory, key)``, or ``None`` when there is none
+        (then the caller makes one and `add()`s it).
 
         Parameters:
-            name: the factory's name.
+            factory: the factory's name.
             key: the counter key (checked by the class when it is made).
-            args, kwargs: the factory's arguments, compared with those of the first call.
-            store, cls: ``cls(store, *args, **kwargs)`` makes the object (again, after the
-                shared one was closed).
-            options: the options ``args`` and ``kwargs`` mean, defaults filled in, for the
-                comparison when the arguments differ and for the error.
+            options: the factory's other arguments, defaults filled in, compared with those
+                the shared object was made with.
+            names: the options' names, for the error.
 
         Raises:
             ConfigurationError: the key's object was made with other options.
-            WrongEventLoop: called from another event loop than the store's first.
-            whatever ``cls`` raises (a bad key or option).
+            WrongEventLoop: no object yet, and called from another event loop than the
+                store's first.
         """
-        entry = self.entries.get((name, key)) if isinstance(key, str) else None
-        if entry is not None and not entry.obj._closed:  # closed by its user: make a fresh one
-            if entry.args != args or entry.kwargs != kwargs:
-                shared, asked = options(entry.args, entry.kwargs), options(args, kwargs)
-                if shared != asked:
-                    differ = [option for option in shared if shared[option] != asked.get(option)]
-                    raise ConfigurationError(
-                        f"counter key {key!r} already has a shared {name}() object on this"
-                        f" store, with {_shown(shared, differ)}; this call asks for"
-                        f" {_shown(asked, differ)}."
-                        " Two objects on one key in one process would compete for its counter"
-                        " (two allocators each reserving blocks): pass the same options, or"
-                        " make a private object with the class itself"
-                    )
+        entry = self.entries.get((factory, key)) if isinstance(key, str) else None
+        if entry is not None and not entry.obj.closed:  # closed by its user: make a fresh one
+            if entry.options != options:
+                differ = [i for i, option in enumerate(entry.options) if option != options[i]]
+                raise ConfigurationError(
+                    f"counter key {key!r} already has a shared {factory}() object on this"
+                    f" store, with {_shown(names, entry.options, differ)}; this call asks for"
+                    f" {_shown(names, options, differ)}."
+                    " Two objects on one key in one process would compete for its counter"
+                    " (two allocators each reserving blocks): pass the same options, or"
+                    " make a private object with the class itself"
+                )
             # No loop check here (the hot path of per-request code): the object refuses
             # another loop itself, with WrongEventLoop, at its first call there.
-            return entry.obj  # type: ignore[return-value]
+            return entry.obj
+        self._running_loop()
+        return None
+
+    def add(self, factory: str, options: tuple[Any, ...], obj: M) -> M:
+        """Share ``obj``, just made by ``factory`` with ``options``, for its key."""
+        self.entries[(factory, obj.key)] = _Entry(factory, obj, options)
         loop = self._running_loop()
-        obj = cls(store, *args, **kwargs)
-        self.entries[(name, obj.key)] = _Entry(name, obj, args, dict(kwargs))
         if loop is not None and self.idle_secs is not None and self._sweeper is None:
             self._sweeper = loop.create_task(self._sweep_forever(), name="aioseq-idle-sweeper")
         return obj
@@ -226,9 +201,10 @@ class Registry:
         async def worker() -> None:
             while queue:
                 entry = queue.popleft()
-                obj, name = entry.obj, entry.name
+                obj, name = entry.obj, entry.factory
                 try:
-                    returned, wasted = await obj._evict()
+                    numbers = await obj.evict()
+                    returned, wasted = numbers.returned, numbers.wasted
                 except Exception as exc:  # logged; the sweeper goes on
                     log.warning("dropping idle %s(%r) failed: %r", name, obj.key, exc)
                     returned = wasted = 0
@@ -259,8 +235,8 @@ class Registry:
         idle: deque[_Entry] = deque()
         for table in (self.entries, self._strays):
             for place, entry in list(table.items()):
-                now = entry.obj._activity()
-                if entry.seen == now and not entry.obj._busy():
+                now = entry.obj.activity()
+                if entry.seen == now and not entry.obj.busy():
                     del table[place]
                     self._dropping[id(entry.obj)] = entry.obj
                     idle.append(entry)
@@ -279,17 +255,14 @@ class Registry:
             self._peak = size
 
     def _count_drop(self, entry: _Entry) -> None:
-        """Count a dropped object's numbers among the dropped ones', and remember an allocator
-        (weakly) in case a caller that holds it reserves numbers again."""
-        counted = _allocator_numbers(entry.obj)
-        for i, n in enumerate(counted):
-            self._dropped[i] += n
-        if isinstance(entry.obj, BlockAllocator):
-            self._dropped_entries[entry.obj] = _Dropped(
-                entry.name, entry.args, entry.kwargs, counted
-            )
+        """Count a dropped object's numbers among the dropped ones', and remember it (weakly)
+        in case a caller that holds it takes it back to the store (an allocator reserving
+        numbers again)."""
+        counted = entry.obj.numbers_held()
+        self._dropped = _plus(self._dropped, counted)
+        self._dropped_entries[entry.obj] = _Dropped(entry.factory, entry.options, counted)
 
-    def revive(self, obj: Shareable) -> None:
+    def revive(self, obj: Managed) -> None:
         """A dropped object is in use again (an allocator reserving numbers): keep it, as the
         shared object of its key if that has none (or a closed one), else apart, and drop it
         again when it is idle; its numbers count among the live ones again. Nothing for an
@@ -302,39 +275,32 @@ class Registry:
         dropped = self._dropped_entries.pop(obj, None)
         if dropped is None:
             return
-        for i, n in enumerate(dropped.counted):
-            self._dropped[i] -= n
-        self._keep(_Entry(dropped.name, obj, dropped.args, dropped.kwargs))
+        self._dropped = _plus(self._dropped, dropped.counted, sign=-1)
+        self._keep(_Entry(dropped.factory, obj, dropped.options))
 
     def _keep(self, entry: _Entry) -> None:
         """Keep a dropped object in use again: as the shared object of its key if that has
         none (or a closed one), else apart, dropped again when idle."""
-        place = (entry.name, entry.obj.key)
+        place = (entry.factory, entry.obj.key)
         shared = self.entries.get(place)
-        if shared is None or shared.obj._closed:
+        if shared is None or shared.obj.closed:
             self.entries[place] = entry
         else:
-            self._strays[(entry.name, id(entry.obj))] = entry
+            self._strays[(entry.factory, id(entry.obj))] = entry
 
     def statistics(self) -> StoreStatistics:
         """A snapshot: the live objects, and the allocators' numbers."""
-        reserved, handed_out, returned, wasted = self._dropped
+        numbers = self._dropped
         live = [*self.entries.values(), *self._strays.values()]
         for obj in [*(entry.obj for entry in live), *self._dropping.values()]:
-            r, h, g, w = _allocator_numbers(obj)
-            reserved, handed_out, returned, wasted = (
-                reserved + r,
-                handed_out + h,
-                returned + g,
-                wasted + w,
-            )
+            numbers = _plus(numbers, obj.numbers_held())
         return StoreStatistics(
             live_keys=len(self.entries),
             evictions=self.evictions,
-            reserved=reserved,
-            handed_out=handed_out,
-            returned=returned,
-            wasted=wasted,
+            reserved=numbers.reserved,
+            handed_out=numbers.handed_out,
+            returned=numbers.returned,
+            wasted=numbers.wasted,
         )
 
     async def aclose(self) -> None:
@@ -349,14 +315,15 @@ class Registry:
             await asyncio.gather(self._sweeping, return_exceptions=True)
 
 
-def _allocator_numbers(obj: object) -> tuple[int, int, int, int]:
-    """An allocator's numbers reserved, handed out, returned and wasted; zeros for a counter
-    (it holds no numbers)."""
-    if not isinstance(obj, BlockAllocator):
-        return 0, 0, 0, 0
-    return obj._numbers_so_far()
+def _plus(a: NumbersHeld, b: NumbersHeld, *, sign: int = 1) -> NumbersHeld:
+    return NumbersHeld(
+        a.reserved + sign * b.reserved,
+        a.handed_out + sign * b.handed_out,
+        a.returned + sign * b.returned,
+        a.wasted + sign * b.wasted,
+    )
 
 
-def _shown(options: Mapping[str, Any], names: list[str]) -> str:
-    """``options`` as keyword arguments, those in ``names`` only."""
-    return ", ".join(f"{name}={options[name]!r}" for name in names)
+def _shown(names: tuple[str, ...], options: tuple[Any, ...], which: list[int]) -> str:
+    """The options at the indexes ``which``, as keyword arguments."""
+    return ", ".join(f"{names[i]}={options[i]!r}" for i in which)

@@ -9,34 +9,36 @@ typed factories make the strategies and the allocator. botocore lives in
 from __future__ import annotations
 
 import asyncio
-import inspect
+import functools
 import logging
+import time
 import weakref
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Awaitable, Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 import aioboto3
 
 from aioseq._client import open_client
-from aioseq._protocols import Closeable
 from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
-from aioseq._transport import Transport
+from aioseq._transport import BotocoreTransport
 from aioseq._values import (
     Item,
+    Numbering,
     check_count,
     check_endpoint_url,
     check_region,
     check_seconds,
 )
 from aioseq.allocator import BlockAllocator
-from aioseq.config import DEFAULT_TABLE_NAME, GroupCommit, RetryPolicy, TableSpec
+from aioseq.config import DEFAULT_TABLE_NAME, MAX_NUMBER, GroupCommit, RetryPolicy, TableSpec
+from aioseq.contracts import Managed, Send, Transport
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
 from aioseq.observe import Observer
 from aioseq.strategies.counter import AtomicCounter
-from aioseq.strategies.optimistic import OptimisticCounter
-from aioseq.strategies.sort_key import SortKeyCounter
+from aioseq.strategies.optimistic import OptimisticCounter, WriteForm
+from aioseq.strategies.sort_key import OnConflict, SortKeyCounter
 from aioseq.strategies.transactional import TransactionalCounter
 
 if TYPE_CHECKING:
@@ -45,9 +47,6 @@ else:
     DynamoDBClient = Any
 
 __all__ = ["DynamoStore"]
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 log = logging.getLogger("aioseq")
 
@@ -59,64 +58,6 @@ DEFAULT_IDLE_SECS = 300.0
 #: The most objects [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] closes at once (each at most
 #: one write).
 CLOSES_IN_FLIGHT = 32
-
-
-def _factory(
-    cls: Callable[Concatenate[DynamoStore, P], T], name: str
-) -> Callable[Concatenate[DynamoStore, P], T]:
-    """A factory method of [`DynamoStore`][aioseq.DynamoStore] that makes ``cls`` on the store, with
-    ``cls``'s own parameters: one definition serves both entry points. mypy checks the keywords
-    through the ``ParamSpec``; ``inspect.signature``, IDEs and the API docs read the
-    ``__signature__`` copied from ``cls`` (without its ``store``).
-
-    The method returns the object the store shares for the counter key (see
-    `aioseq._registry`): the arguments of a later call are compared with the first
-    call's as given (a tuple and a dict compared: no signature binding on the way), and only
-    when they differ as the options they mean, defaults filled in."""
-    signature = inspect.signature(cls)
-
-    def options(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        bound = signature.bind(None, *args, **kwargs)
-        bound.apply_defaults()
-        found = dict(list(bound.arguments.items())[2:])  # not the store, not the key
-        if found.get("group") is True:  # group=True means GroupCommit(): one option, one value
-            found["group"] = GroupCommit()
-        return found
-
-    def make(self: DynamoStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        shared = self._shared
-        if len(args) == 1:
-            key = args[0]
-            if not kwargs:  # the per-request call, store.block_allocator(key): one look-up
-                entry = shared.entries.get((name, key))
-                if entry is not None and entry.args == args and not entry.kwargs:
-                    obj = entry.obj
-                    if not obj._closed:
-                        return obj  # type: ignore[return-value]
-        else:  # the key passed by keyword: bind to find it (a wrong call raises TypeError)
-            key = list(signature.bind(None, *args, **kwargs).arguments.values())[1]
-        return shared.get(name, key, args, kwargs, self, cls, options)  # type: ignore[type-var]
-
-    own = list(signature.parameters.values())[1:]  # the store is ``self``
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    make.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[self_parameter, *own], return_annotation=cls.__name__
-    )
-    make.__name__ = make.__qualname__ = name
-    make.__doc__ = (
-        f"The [`{cls.__name__}`][aioseq.{cls.__name__}] this store shares for the counter key:"
-        f" made as ``{cls.__name__}(store, ...)`` (same parameters, errors and guarantees) on the"
-        f" first call, and the same object on every later call with that key and those options,"
-        f" so code that calls ``store.{name}(key)`` per request shares one object. Another call"
-        f" with that key and other options raises"
-        f" [`ConfigurationError`][aioseq.errors.ConfigurationError]. From another event loop, a"
-        f" new key raises [`WrongEventLoop`][aioseq.errors.WrongEventLoop] here and a shared"
-        f" object at its first call. An object unused for the store's ``idle_secs`` is dropped"
-        f" (see [`DynamoStore`][aioseq.DynamoStore]); the store closes what it made in"
-        f" [`aclose()`][aioseq.DynamoStore.aclose]. ``{cls.__name__}(store, ...)`` itself makes"
-        f" a private object."
-    )
-    return make
 
 
 class DynamoStore:
@@ -166,32 +107,28 @@ class DynamoStore:
 
     def __init__(
         self,
-        client: DynamoDBClient,
+        client: DynamoDBClient | None = None,
         table: TableSpec | str = DEFAULT_TABLE_NAME,
         *,
+        transport: Transport | None = None,
         retry_policy: RetryPolicy | None = None,
         observer: Observer | None = None,
         idle_secs: float | None = DEFAULT_IDLE_SECS,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        transport = Transport(client, observer=observer, table_name=spec.name)
-        self._start(transport, spec, retry_policy, idle_secs)
-
-    def _start(
-        self,
-        transport: Transport,
-        table: TableSpec,
-        retry_policy: RetryPolicy | None,
-        idle_secs: float | None,
-    ) -> None:
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
+        if transport is None:
+            if client is None:
+                raise ConfigurationError("DynamoStore takes a client or a transport=")
+            transport = BotocoreTransport(client, observer=observer, table_name=spec.name)
+        elif client is not None or observer is not None:
+            raise ConfigurationError(
+                "DynamoStore takes a client or a transport=, not both; a transport's observer"
+                " is the transport's own"
+            )
         self.transport = transport
-        #: `call()` with the parameters as one dict, left unchanged (the transport's), and not
-        #: checked: for requests aioseq built and checked once (`Transport.validate()`).
-        self._send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] = transport.send
-        self.client = transport.client
-        self.table = table
+        self.table = spec
         self.observer = transport.observer
         self.retry_policy = retry_policy or RetryPolicy()
         #: The retry engine every request of this store and its objects runs under.
@@ -199,23 +136,16 @@ class DynamoStore:
         self._closed = False  # aclose() began: new calls on the store's objects are refused
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.
-        self._made: weakref.WeakSet[Closeable] = weakref.WeakSet()
+        self._made: weakref.WeakSet[Managed] = weakref.WeakSet()
         self._made_peak = 0
         #: The objects the factories share, one per factory and key.
         self._shared = Registry(idle_secs, self.observer, after_sweep=self._shrink_made)
 
-    @classmethod
-    def _owning(
-        cls,
-        transport: Transport,
-        table: TableSpec,
-        retry_policy: RetryPolicy | None,
-        idle_secs: float | None,
-    ) -> DynamoStore:
-        """A store over a transport that owns its client ([`open()`][aioseq.DynamoStore.open])."""
-        store = cls.__new__(cls)
-        store._start(transport, table, retry_policy, idle_secs)
-        return store
+    @property
+    def client(self) -> DynamoDBClient:
+        """The aiobotocore DynamoDB client requests go through (its transport's)."""
+        client: DynamoDBClient = self.transport.client
+        return client
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -286,10 +216,12 @@ class DynamoStore:
                 connect_timeout_secs=connect_timeout_secs,
                 read_timeout_secs=read_timeout_secs,
             )
-            transport = Transport(  # its client leaves parameter checks to the transport
+            transport = BotocoreTransport(  # its client leaves parameter checks to it
                 client, owner=stack, observer=observer, table_name=spec.name, validates=True
             )
-            return DynamoStore._owning(transport, spec, retry_policy, idle_secs)
+            return DynamoStore(
+                table=spec, transport=transport, retry_policy=retry_policy, idle_secs=idle_secs
+            )
 
         return _Opening(open_store)
 
@@ -337,30 +269,27 @@ class DynamoStore:
         deadline = loop.time() + timeout_secs
         await self._shared.aclose()
         made = list(self._made)
-        # Allocators first, together: their give-back goes through their atomic counter, which
-        # must still be open; then every counter, together. A close that outlasts the deadline
-        # is cancelled (each one's own clean-up still runs).
-        for phase in (
-            [thing for thing in made if _is_allocator(thing)],
-            [thing for thing in made if not _is_allocator(thing)],
-        ):
-            try:
-                await asyncio.wait_for(_close_all(phase), max(0.0, deadline - loop.time()))
-            except asyncio.TimeoutError:
-                log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
-                for thing in phase:  # never reached its close: its numbers count as wasted
-                    abandon = getattr(thing, "_abandon", None)
-                    if abandon is not None:
-                        abandon()
+        # (An allocator's give-back goes through the atomic counter it owns and closes: the
+        # store never closes that one.) A close that outlasts the deadline is cancelled, each
+        # one's own clean-up still running.
+        try:
+            await asyncio.wait_for(_close_all(made), max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
+            for thing in made:  # one its close never reached: its numbers count as wasted
+                thing.abandon()
         await self.transport.aclose(deadline=deadline)
 
-    def _adopt(self, thing: Closeable) -> None:
-        """Remember an object made on this store, to close it with the store (one dropped as
-        idle and in use again is kept again: `Registry.revive()`). Raises ``StoreClosed``
-        when the store is closed (or closing)."""
+    def adopt(self, made: Managed) -> None:
+        """Take in an object made on this store, to close it with the store (one dropped as
+        idle and in use again is shared again). The classes call it when they are made.
+
+        Raises:
+            StoreClosed: the store is closed (or closing).
+        """
         self._check_open()
-        self._made.add(thing)
-        self._shared.revive(thing)  # type: ignore[arg-type]
+        self._made.add(made)
+        self._shared.revive(made)
 
     def _shrink_made(self) -> None:
         """Rebuild the set of what this store made once it holds under a quarter of its
@@ -404,14 +333,204 @@ class DynamoStore:
 
     # --- the counters -----------------------------------------------------------------------
 
-    # Each factory has its class's own parameters, keyword-only and typed: see
-    # `_factory()`. ``store.atomic_counter("orders", max_value=99)`` is
-    # ``AtomicCounter(store, "orders", max_value=99)``, remembered by the store for aclose().
-    atomic_counter = _factory(AtomicCounter, "atomic_counter")
-    optimistic_counter = _factory(OptimisticCounter, "optimistic_counter")
-    sort_key_counter = _factory(SortKeyCounter, "sort_key_counter")
-    transactional_counter = _factory(TransactionalCounter, "transactional_counter")
-    block_allocator = _factory(BlockAllocator, "block_allocator")
+    # Each factory: the options as a tuple, defaults filled in (one look-up when the key's
+    # object is shared already, the per-request path), or the class made and shared.
+
+    def atomic_counter(
+        self, key: str, *, max_value: int = MAX_NUMBER, numbering: Numbering | None = None
+    ) -> AtomicCounter:
+        """The [`AtomicCounter`][aioseq.AtomicCounter] this store shares for ``key``: made as
+        ``AtomicCounter(store, key, ...)`` with these arguments on the first call, the same
+        object on every later call.
+
+        Raises:
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            WrongEventLoop: a new key, from another event loop than the store's.
+        """
+        options = (max_value, numbering)
+        found: AtomicCounter | None = self._shared.shared(
+            "atomic_counter", key, options, ("max_value", "numbering")
+        )
+        if found is None:
+            made = AtomicCounter(self, key, max_value=max_value, numbering=numbering)
+            found = self._shared.add("atomic_counter", options, made)
+        return found
+
+    def optimistic_counter(
+        self,
+        key: str,
+        *,
+        write: WriteForm = "update",
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+        group: GroupCommit | bool = True,
+    ) -> OptimisticCounter:
+        """The [`OptimisticCounter`][aioseq.OptimisticCounter] this store shares for ``key``:
+        made as ``OptimisticCounter(store, key, ...)`` with these arguments on the first call,
+        the same object on every later call.
+
+        Raises:
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            WrongEventLoop: a new key, from another event loop than the store's.
+        """
+        options = (write, max_value, max_in_flight, _grouping(group))
+        found: OptimisticCounter | None = self._shared.shared(
+            "optimistic_counter", key, options, ("write", "max_value", "max_in_flight", "group")
+        )
+        if found is None:
+            made = OptimisticCounter(
+                self,
+                key,
+                write=write,
+                max_value=max_value,
+                max_in_flight=max_in_flight,
+                group=group,
+            )
+            found = self._shared.add("optimistic_counter", options, made)
+        return found
+
+    def sort_key_counter(
+        self,
+        partition: str,
+        *,
+        on_conflict: OnConflict = "requery",
+        consistent_read: bool = True,
+        zero_pad: int | None = None,
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+        group: GroupCommit | bool = True,
+    ) -> SortKeyCounter:
+        """The [`SortKeyCounter`][aioseq.SortKeyCounter] this store shares for ``partition``:
+        made as ``SortKeyCounter(store, partition, ...)`` with these arguments on the first
+        call, the same object on every later call.
+
+        Raises:
+            ConfigurationError: a bad argument, or the partition's shared counter has other
+                options.
+            WrongEventLoop: a new partition, from another event loop than the store's.
+        """
+        options = (
+            on_conflict,
+            consistent_read,
+            zero_pad,
+            max_value,
+            max_in_flight,
+            _grouping(group),
+        )
+        found: SortKeyCounter | None = self._shared.shared(
+            "sort_key_counter", partition, options, _SORT_KEY_OPTIONS
+        )
+        if found is None:
+            made = SortKeyCounter(
+                self,
+                partition,
+                on_conflict=on_conflict,
+                consistent_read=consistent_read,
+                zero_pad=zero_pad,
+                max_value=max_value,
+                max_in_flight=max_in_flight,
+                group=group,
+            )
+            found = self._shared.add("sort_key_counter", options, made)
+        return found
+
+    def transactional_counter(
+        self,
+        key: str,
+        *,
+        item_table: str | None = None,
+        item_partition_key: str | None = None,
+        number_attribute: str = "number",
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+        group: GroupCommit | bool = True,
+    ) -> TransactionalCounter:
+        """The [`TransactionalCounter`][aioseq.TransactionalCounter] this store shares for
+        ``key``: made as ``TransactionalCounter(store, key, ...)`` with these arguments on the
+        first call, the same object on every later call.
+
+        Raises:
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            WrongEventLoop: a new key, from another event loop than the store's.
+        """
+        options = (
+            item_table,
+            item_partition_key,
+            number_attribute,
+            max_value,
+            max_in_flight,
+            _grouping(group),
+        )
+        found: TransactionalCounter | None = self._shared.shared(
+            "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
+        )
+        if found is None:
+            made = TransactionalCounter(
+                self,
+                key,
+                item_table=item_table,
+                item_partition_key=item_partition_key,
+                number_attribute=number_attribute,
+                max_value=max_value,
+                max_in_flight=max_in_flight,
+                group=group,
+            )
+            found = self._shared.add("transactional_counter", options, made)
+        return found
+
+    def block_allocator(
+        self,
+        key: str,
+        *,
+        block_size: int = 100,
+        min_block_size: int = 1,
+        max_block_size: int = 100_000,
+        target_refill_interval_secs: float | None = 10.0,
+        prefetch_at: float = 0.5,
+        stride: int = 1,
+        offset: int = 1,
+        max_value: int = MAX_NUMBER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> BlockAllocator:
+        """The [`BlockAllocator`][aioseq.BlockAllocator] this store shares for ``key``: made as
+        ``BlockAllocator(store, key, ...)`` with these arguments on the first call, the same
+        object (and so the same block) on every later call.
+
+        Raises:
+            ConfigurationError: a bad argument, or ``key``'s shared allocator has other
+                options.
+            WrongEventLoop: a new key, from another event loop than the store's.
+        """
+        options = (
+            block_size,
+            min_block_size,
+            max_block_size,
+            target_refill_interval_secs,
+            prefetch_at,
+            stride,
+            offset,
+            max_value,
+            clock,
+        )
+        found: BlockAllocator | None = self._shared.shared(
+            "block_allocator", key, options, _ALLOCATOR_OPTIONS
+        )
+        if found is None:
+            made = BlockAllocator(
+                self,
+                key,
+                block_size=block_size,
+                min_block_size=min_block_size,
+                max_block_size=max_block_size,
+                target_refill_interval_secs=target_refill_interval_secs,
+                prefetch_at=prefetch_at,
+                stride=stride,
+                offset=offset,
+                max_value=max_value,
+                clock=clock,
+            )
+            found = self._shared.add("block_allocator", options, made)
+        return found
 
     def statistics(self) -> StoreStatistics:
         """A frozen snapshot of the objects this store shares per key: how many live, how many
@@ -458,15 +577,18 @@ class DynamoStore:
         self.transport.validate(operation, params)
         return await self.retry.run(lambda: self.transport.send(operation, params))
 
-    def _check_request(self, operation: str, params: dict[str, Any]) -> None:
-        """Check a request aioseq built once, as `call()` does, before `_send` sends it
-        unchecked many times (botocore's validator; a no-op on a client that checks every
-        request itself).
+    def prepare(self, operation: str, params: dict[str, Any]) -> Send:
+        """Check a request once, as [`call()`][aioseq.DynamoStore.call] does, and return what
+        sends it, or another of its shape, unchecked: ``await send(params)`` is one attempt,
+        leaves ``params`` unchanged and raises what ``call()`` raises (for requests built once
+        and sent many times, such as the atomic counter's ``UpdateItem``).
 
         Raises:
-            botocore.exceptions.ParamValidationError: it does not fit the operation.
+            ConfigurationError: ``operation`` is not a method of the client.
+            botocore.exceptions.ParamValidationError: ``params`` do not fit the operation.
         """
         self.transport.validate(operation, params)
+        return functools.partial(self.transport.send, operation)
 
     # --- keys -------------------------------------------------------------------------------
 
@@ -575,11 +697,43 @@ class DynamoStore:
         await self.request("delete_table", TableName=self.table.name)
 
 
-def _is_allocator(thing: object) -> bool:
-    return isinstance(thing, BlockAllocator)
+# The options' names, for the error of a factory called with other options than its key's
+# shared object was made with.
+_SORT_KEY_OPTIONS = (
+    "on_conflict",
+    "consistent_read",
+    "zero_pad",
+    "max_value",
+    "max_in_flight",
+    "group",
+)
+_TRANSACTIONAL_OPTIONS = (
+    "item_table",
+    "item_partition_key",
+    "number_attribute",
+    "max_value",
+    "max_in_flight",
+    "group",
+)
+_ALLOCATOR_OPTIONS = (
+    "block_size",
+    "min_block_size",
+    "max_block_size",
+    "target_refill_interval_secs",
+    "prefetch_at",
+    "stride",
+    "offset",
+    "max_value",
+    "clock",
+)
 
 
-async def _close_all(things: list[Closeable]) -> None:
+def _grouping(group: GroupCommit | bool) -> GroupCommit | bool:
+    """``group=True`` is ``GroupCommit()``: one option, one value, for the comparison."""
+    return GroupCommit() if group is True else group
+
+
+async def _close_all(things: list[Managed]) -> None:
     """Close ``things``, at most `CLOSES_IN_FLIGHT` at once (an allocator's close sends
     one conditional write), by that many workers taking them in turn: a store with 100,000
     objects starts 32 tasks, not 100,000. One that fails is logged and does not stop the

@@ -1,11 +1,12 @@
 """The transport: the one place in aioseq that talks to botocore.
 
-A `Transport` holds one DynamoDB client (borrowed, or owned through an
-``AsyncExitStack``), sends each request it is given once (any number at a time; no retries:
-those are the `RetryEngine`'s), counts the requests sent, maps botocore's
-errors to aioseq's in one table, reports each request to an observer, and on close waits for
-the requests in flight before it closes an owned client (httpx's ``AsyncHTTPTransport`` with its one
-``map_httpcore_exceptions``; aiodynamo's request callable and ``ERRORS`` table).
+A `BotocoreTransport` (the store's [`Transport`][aioseq.contracts.Transport]) holds one DynamoDB
+client (borrowed, or owned through an ``AsyncExitStack``), sends each request it is given once
+(any number at a time; no retries: those are the `RetryEngine`'s), counts the requests sent,
+maps botocore's errors to aioseq's in one table, reports each request to an observer, and on
+close waits for the requests in flight before it closes an owned client (httpx's
+``AsyncHTTPTransport`` with its one ``map_httpcore_exceptions``; aiodynamo's request callable
+and ``ERRORS`` table).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 else:
     DynamoDBClient = Any
 
-__all__ = ["NO_CREDENTIALS", "Transport", "operation_name", "translate"]
+__all__ = ["NO_CREDENTIALS", "BotocoreTransport", "operation_name", "translate"]
 
 log = logging.getLogger("aioseq")
 
@@ -199,7 +200,7 @@ def _unknown_operation(operation: str, methods: dict[str, str]) -> Configuration
     )
 
 
-class Transport:
+class BotocoreTransport:
     """One DynamoDB client: sends requests, maps errors, counts, drains on close.
 
     Parameters:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aioseq._coalesce import UNBOUND, Coalescer, ThreadOf, Waiter, running_thread
-from aioseq._protocols import Store
 from aioseq._values import Numbering, check_count, check_key
 from aioseq.config import MAX_NUMBER
+from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
 from aioseq.numbering import numbering_for
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
@@ -180,7 +180,10 @@ class BlockAllocator:
         last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
         # The counter item records this allocator's numbering, not its counter's derived one.
         numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
-        self._counter = AtomicCounter._owned(store, key, max_value=last_k, numbering=numbering)
+        # Owned: this allocator closes it, so the store takes in the allocator alone.
+        self._counter = AtomicCounter(
+            store, key, max_value=last_k, numbering=numbering, adopt=False
+        )
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
@@ -217,7 +220,7 @@ class BlockAllocator:
         self._refills = self._refills_waited = 0
         self._last_refill_at: float | None = None
         self._handed_out_at_last_refill = 0
-        store._adopt(self)
+        store.adopt(self)
 
     # --- taking numbers ---------------------------------------------------------------------
 
@@ -331,7 +334,7 @@ class BlockAllocator:
         size = max(self._block_size, demand + self._low_water)
         if self._evicted:  # a caller held it across its drop: its store takes it back
             self._evicted = False
-            self._counter.store._adopt(self)
+            self._counter.store.adopt(self)
         observer = self._counter.store.observer
         if observer is None:
             reserved = await self._counter.next_many(size)
@@ -479,25 +482,30 @@ class BlockAllocator:
                     self._wasted,
                 )
 
-    # --- shared by the store (one object per key) ------------------------------------------
+    # --- managed by the store (aioseq.contracts.Managed) -------------------------------------
 
-    def _activity(self) -> tuple[int, ...]:
-        """What changes whenever this allocator is used (its store compares two of these to
-        tell an idle allocator); reading it costs the hot path nothing."""
+    @property
+    def closed(self) -> bool:
+        """True once [`aclose()`][aioseq.BlockAllocator.aclose] has begun."""
+        return self._closed
+
+    def activity(self) -> tuple[int, ...]:
+        """What changes whenever this allocator is used: two equal readings mean it was idle
+        between (reading it costs the hot path nothing)."""
         return (self._next_k, self._end_k, self._refills, self._refills_waited, self._spare_count)
 
-    def _busy(self) -> bool:
+    def busy(self) -> bool:
         """A refill in flight, or callers waiting for one."""
         return self._coalescer.flushing or bool(self._waiting)
 
-    async def _evict(self) -> tuple[int, int]:
+    async def evict(self) -> NumbersHeld:
         """The store drops this idle allocator: give the unused tail back (the conditional
         write of [`aclose()`][aioseq.BlockAllocator.aclose]) and let go of every block, staying
         usable: a caller that still holds it refills, which hands it back to the store. Returns
-        ``(returned, wasted)``. The blocks are let go of before the write is awaited, so a
+        the numbers returned and wasted. The blocks are let go of before the write is awaited, so a
         ``next()`` meanwhile refills instead of taking a number that is being given back."""
-        if self._closed or self._busy():
-            return 0, 0
+        if self._closed or self.busy():
+            return NumbersHeld()
         tail = self._tail()
         held = self.available
         self._evicted = True
@@ -515,9 +523,9 @@ class BlockAllocator:
         finally:  # a give-back cut off (the store closing) counts as wasted too
             self._returned += returned
             self._waste(held - returned, "evicted")
-        return returned, held - returned
+        return NumbersHeld(returned=returned, wasted=held - returned)
 
-    def _abandon(self) -> None:
+    def abandon(self) -> None:
         """Closed without a word to DynamoDB (the store's close ran out of time before it got
         here): the numbers held are counted as wasted."""
         self._closed = self._close_finished = True
@@ -566,11 +574,12 @@ class BlockAllocator:
         """The current block size."""
         return self._block_size
 
-    def _numbers_so_far(self) -> tuple[int, int, int, int]:
-        """Numbers reserved, handed out, returned and wasted: :meth:`statistics`' figures
-        without the snapshot (a store sums them over every key it shares)."""
+    def numbers_held(self) -> NumbersHeld:
+        """Numbers reserved, handed out, returned and wasted (a store sums them over every
+        key it shares)."""
         reserved, returned, wasted = self._reserved, self._returned, self._wasted
-        return reserved, reserved - returned - wasted - self.available, returned, wasted
+        handed_out = reserved - returned - wasted - self.available
+        return NumbersHeld(reserved, handed_out, returned, wasted)
 
     def statistics(self) -> AllocatorStatistics:
         """A frozen snapshot of the allocator's work."""

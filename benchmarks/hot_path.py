@@ -139,7 +139,7 @@ async def floor(calls: int = 20_000, rounds: int = 100) -> dict[str, float]:
                 for _ in range(calls):
                     await call()
                 best[name] = min(best[name], (time.perf_counter() - started) / calls)
-        allocator._abandon()
+        allocator.abandon()
     return {name: round(secs * 1e9, 1) for name, secs in best.items()}
 
 

@@ -9,7 +9,7 @@ Fails (exit 1, one line per problem) when
 - a cross-reference was left unresolved (autorefs leaves an ``<autoref`` element);
 - a public name (``aioseq.__all__`` and the ``__all__`` of every public module) has no anchor
   in the API reference, under its module's path or under a path that names the same object;
-  nor has one of the store's factory methods (made at run time: scripts/griffe_factories.py).
+  nor has one of the store's factory methods.
 
     python scripts/check_site.py [SITE_DIR]
 """

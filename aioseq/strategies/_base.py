@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 
 from aioseq import _retry
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
-from aioseq._protocols import Store
 from aioseq._retry import Classify
 from aioseq._values import Numbering, check_count, check_key, parse_counter
 from aioseq.config import MAX_NUMBER, GroupCommit
+from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -104,9 +104,9 @@ class Strategy:
             there (default: ``stride=1 offset=1`` with ``max_value``, as the strategies hand
             out the counter's values themselves; a [`BlockAllocator`][aioseq.BlockAllocator] passes
             its own to the atomic counter it owns).
-        adopt: whether the store remembers this object, to close it with itself (``False``
-            for the atomic counter a block allocator owns: the store remembers the allocator,
-            and a closed store refuses the counter's calls all the same).
+        adopt: whether the store takes this object in, to close it with itself (``False``
+            for the atomic counter a block allocator owns and closes: the store takes the
+            allocator in, and a closed store refuses the counter's calls all the same).
 
     The object's [`numbering`][aioseq.AtomicCounter.numbering] is ``stride=1 offset=1`` with its
     ``max_value`` unless ``numbering`` says otherwise. Those with a counter item record it there on
@@ -148,7 +148,7 @@ class Strategy:
         self._closed = False
         self.store = store
         if adopt:  # else its owner (a block allocator) is adopted, and stands for it
-            store._adopt(self)
+            store.adopt(self)
         self._numbers = 0  # numbers handed out
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now
@@ -194,25 +194,36 @@ class Strategy:
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
         self._binding.check()
 
-    # --- shared by the store (one object per key) ------------------------------------------
+    # --- managed by the store (aioseq.contracts.Managed) -------------------------------------
 
-    def _activity(self) -> tuple[int, ...]:
-        """What changes whenever this object is used, succeeding or failing (its store
-        compares two of these to tell an idle object)."""
+    @property
+    def closed(self) -> bool:
+        """True once [`aclose()`][aioseq.AtomicCounter.aclose] has begun."""
+        return self._closed
+
+    def activity(self) -> tuple[int, ...]:
+        """What changes whenever this object is used, succeeding or failing: two equal
+        readings mean it was idle between."""
         return (self._calls, self._numbers)
 
-    def _busy(self) -> bool:
+    def busy(self) -> bool:
         """A request running, calls waiting in its group, or a commit in flight."""
         group = self._group
         return bool(self._running) or (group is not None and (group.flushing or bool(group.queue)))
 
-    async def _evict(self) -> tuple[int, int]:
-        """The store drops this idle object: it forgets the counter item it last saw (a caller
-        that still holds it reads it again on its next call). No request. Returns ``(0, 0)``:
-        nothing returned, nothing wasted."""
+    async def evict(self) -> NumbersHeld:
+        """Forget the counter item it last saw (a caller that still holds this object reads
+        it again on its next call). No request; nothing returned, nothing wasted."""
         self._item.saw(None, known=False)
         self._item.give_up(self._wants_place)  # (none normally: commits give theirs up)
-        return 0, 0
+        return NumbersHeld()
+
+    def abandon(self) -> None:
+        """Nothing to count: a counter holds no numbers."""
+
+    def numbers_held(self) -> NumbersHeld:
+        """All 0: a counter hands out the numbers it takes at once."""
+        return NumbersHeld()
 
     async def aclose(self) -> None:
         """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]); when grouped, let the

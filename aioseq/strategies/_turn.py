@@ -43,10 +43,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from aioseq._protocols import Store
 from aioseq._retry import Verdict, Waiting
 from aioseq._values import TURN_ATTRIBUTE, Item
 from aioseq.config import RECENT_WRITES
+from aioseq.contracts import Store
 from aioseq.errors import AioseqError, ConditionFailed
 from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
 

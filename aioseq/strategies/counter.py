@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from aioseq._protocols import Store
 from aioseq._values import NUMBERING_ATTRIBUTE, Numbering, check_count, number, parse_counter
 from aioseq.config import MAX_NUMBER
+from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -77,6 +77,7 @@ class AtomicCounter(Strategy):
             (default ``stride=1 offset=1`` with ``max_value``); a
             [`BlockAllocator`][aioseq.BlockAllocator] passes its own, as it maps the counter's
             values to numbers itself.
+        adopt: see `Strategy` (``False``: the block allocator that owns it closes it).
 
     Raises:
         ConfigurationError: a bad key or ``max_value``.
@@ -92,12 +93,12 @@ class AtomicCounter(Strategy):
         *,
         max_value: int = MAX_NUMBER,
         numbering: Numbering | None = None,
+        adopt: bool = True,
     ) -> None:
         # ADD never loses a race: no turns to take.
-        super().__init__(store, key, max_value=max_value, max_in_flight=None, numbering=numbering)
-        self._build_requests()
-
-    def _build_requests(self) -> None:
+        super().__init__(
+            store, key, max_value=max_value, max_in_flight=None, numbering=numbering, adopt=adopt
+        )
         # The request's parts that never change, built once (key, expressions, names, the
         # constant values); next_many fills in ``:n`` and ``:limit``, next() sends _one as is.
         table = self.store.table
@@ -122,32 +123,13 @@ class AtomicCounter(Strategy):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         self._one = self._request(1)
-        self.store._check_request("update_item", self._one)  # once: next() sends it as is
+        # Checked once: next() sends _one as is, next_many() the same with other values.
+        self._send = store.prepare("update_item", self._one)
 
     def _request(self, n: int) -> dict[str, Any]:
         """The ``UpdateItem`` parameters of an ``ADD n`` (``n <= max_value``)."""
         values = {**self._values, ":n": number(n), ":limit": number(self.max_value - n)}
         return {**self._template, "ExpressionAttributeValues": values}
-
-    @classmethod
-    def _owned(
-        cls, store: Store, key: str, *, max_value: int, numbering: Numbering
-    ) -> AtomicCounter:
-        """The atomic counter a [`BlockAllocator`][aioseq.BlockAllocator] owns: its store does not
-        remember it apart from the allocator (one object per key in the store's set of what
-        it made, not two; a closed store refuses its calls all the same)."""
-        counter = cls.__new__(cls)
-        Strategy.__init__(
-            counter,
-            store,
-            key,
-            max_value=max_value,
-            max_in_flight=None,
-            numbering=numbering,
-            adopt=False,
-        )
-        counter._build_requests()
-        return counter
 
     async def next(self) -> int:
         """The next number (a positive ``int``). See [`next_many()`][aioseq.AtomicCounter.next_many]
@@ -186,11 +168,11 @@ class AtomicCounter(Strategy):
     async def _add(self, n: int, params: dict[str, Any]) -> int:
         """Send the ``ADD n`` of ``params`` under the retry engine; the counter's new value.
         ``params`` is shared between calls: nothing below changes it."""
-        send = self.store._send
+        send = self._send
 
         async def attempt() -> dict[str, Any] | None:
             try:
-                response = await send("update_item", params)
+                response = await send(params)
             except ConditionFailed as exc:
                 value_attribute = self.store.table.value_attribute
                 check_recorded(exc.item, self.key, self._item.numbering)

@@ -6,10 +6,10 @@ import time
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._protocols import Store
 from aioseq._retry import Verdict, is_transient
 from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
+from aioseq.contracts import Store
 from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
 from aioseq.strategies._base import Strategy, is_conflict
 from aioseq.strategies._recent_writes import CounterWrite

@@ -8,10 +8,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._protocols import Store
 from aioseq._retry import Verdict, is_transient
 from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
+from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aioseq._coalesce import Waiter
-from aioseq._protocols import Store
 from aioseq._retry import Verdict, is_transient
 from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
@@ -19,6 +18,7 @@ from aioseq.config import (
     check_attribute_name,
     check_table_name,
 )
+from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
