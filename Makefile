@@ -29,7 +29,7 @@ test-unit: $(VENV)/.installed-dev
 test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/integration $(ARGS)
 
-# scripts/ holds the docs' griffe extension: its types come with the docs extra.
+# scripts/ (the docs' outputs and the site's check) uses the docs extra's packages.
 lint: $(VENV)/.installed-dev $(VENV)/.installed-docs
 	$(BIN)/ruff check aioseq verification tests benchmarks examples scripts
 	$(BIN)/ruff format --check aioseq verification tests benchmarks examples scripts
