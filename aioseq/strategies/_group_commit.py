@@ -1,10 +1,12 @@
-"""The group-commit skeleton of the strategies that number items (sort-key, transactional).
+"""The group-commit skeleton of the strategies with a conditional write: optimistic (a group's
+write holds no items), sort-key and transactional (it holds one item per call).
 
-One commit serves the puts a flush of the strategy's coalescer hands it (or a lone put, when
-ungrouped): it takes the waiting puts into one write, sends it, and hands out its numbers in
+One commit serves the calls a flush of the strategy's coalescer hands it (or a lone call, when
+ungrouped): it takes the waiting calls into one write, sends it, and hands out its numbers in
 order once it is known to be stored. The strategy supplies the parts that differ, as an
-`ItemWriter`: how a group is chosen and its write built, how it is sent, and what a
-failed condition means. The skeleton owns the rest, written once:
+`ItemWriter`: how a group is chosen and its write built, how it is sent, what a failed
+condition means, and what becomes of a write whose callers all left. The skeleton owns the rest,
+written once (this is where exactly once lives):
 
 - the write in flight is resent as it is (same numbers, items and tokens) after an error that
   may hide its success, and judged by the strategy when a resend fails its condition;
@@ -35,19 +37,25 @@ from aioseq.errors import (
 
 __all__ = ["GroupCommitter", "ItemWrite", "ItemWriter", "Settled"]
 
-Put = Waiter[Any, int]
+#: A call waiting in a group: its request, and the future its result goes to.
+Put = Waiter[Any, Any]
 
 
 class ItemWrite(Protocol):
-    """A write a strategy built for a group of puts."""
+    """A write a strategy built for a group of calls."""
 
     @property
     def group(self) -> Sequence[Put]:
-        """The puts it serves, in order."""
+        """The calls it serves, in order."""
 
     @property
     def numbers(self) -> range:
-        """Their numbers, in the same order."""
+        """Every number it takes, in order."""
+
+    @property
+    def results(self) -> Sequence[Any]:
+        """What each call of ``group`` gets once it is stored (a number, or a range of
+        them), in the same order."""
 
 
 W = TypeVar("W", bound=ItemWrite)
@@ -72,6 +80,10 @@ class ItemWriter(Protocol[W]):
     async def prepare(self, puts: list[Put], limit: int | None) -> W | None:
         """The next write for the waiting ``puts`` (at most ``limit`` of them), or ``None``
         when none waits."""
+
+    def drop_unwanted(self, write: W, maybe_applied: bool) -> bool:
+        """Every caller of ``write`` left before its outcome was known: True to drop it (the
+        next write is built for the callers still waiting, if any), False to send it still."""
 
     async def send(self, write: W) -> None:
         """Send ``write`` once."""
@@ -112,10 +124,6 @@ class GroupCommitter(Generic[W]):
             strategy's ``_retry``).
         classify: the strategy's `Verdict` on a failed attempt.
         handed_out: told how many numbers each stored write handed out.
-        rebuild_abandoned: build a write afresh when every put of the one in flight was
-            cancelled and it cannot have been applied (the sort-key strategy), rather than
-            sending it for items nobody waits for (the transactional one stores the items of
-            callers cancelled during the commit).
 
     The strategy that owns the committer is its writer, and gives it its own methods: the
     committer holds them weakly (a strong hold would make a reference cycle, so a strategy
@@ -123,7 +131,7 @@ class GroupCommitter(Generic[W]):
     strategy's :meth:`commit` caller holds it for the commit's duration.
     """
 
-    __slots__ = ("_classify", "_handed_out", "_run", "_writer", "limit", "rebuild_abandoned")
+    __slots__ = ("_classify", "_handed_out", "_run", "_writer", "limit")
 
     def __init__(
         self,
@@ -132,13 +140,11 @@ class GroupCommitter(Generic[W]):
         classify: Classify,
         *,
         handed_out: Callable[[int], None],
-        rebuild_abandoned: bool,
     ) -> None:
         self._writer = weakref.ref(writer)
         self._run = held_weakly(run)
         self._classify = held_weakly(classify)
         self._handed_out = held_weakly(handed_out)
-        self.rebuild_abandoned = rebuild_abandoned
         #: After DynamoDB refused a group as invalid: the most puts per write (see
         #: `split_refused()`); ``None``: as many as the strategy takes.
         self.limit: int | None = None
@@ -156,9 +162,8 @@ class GroupCommitter(Generic[W]):
             nonlocal pending, maybe_applied
             if (
                 pending is not None
-                and self.rebuild_abandoned
-                and not maybe_applied
                 and not any(put.waiting for put in pending.group)
+                and writer.drop_unwanted(pending, maybe_applied)
             ):
                 pending = None
             if pending is None:
@@ -189,10 +194,10 @@ class GroupCommitter(Generic[W]):
                 writer.stored(write)
             pending = None
             self.limit = None
-            handed_out(len(write.group))
-            for number, put in zip(write.numbers, write.group, strict=True):
-                if put.waiting:  # a caller cancelled during the write: its item is stored
-                    put.future.set_result(number)
+            handed_out(len(write.numbers))
+            for result, put in zip(write.results, write.group, strict=True):
+                if put.waiting:  # a caller cancelled during the write loses its numbers
+                    put.future.set_result(result)
 
         try:
             await run(attempt, classify)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
@@ -10,14 +11,18 @@ from aioseq._retry import Verdict, is_transient
 from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
-from aioseq.errors import AioseqError, ConditionFailed, ConfigurationError, StoreError
+from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled
 from aioseq.strategies._base import Strategy, is_conflict
+from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._recent_writes import CounterWrite
 from aioseq.strategies._turn import TurnHeld
 
 __all__ = ["OptimisticCounter"]
 
 WriteForm = Literal["update", "put"]
+
+#: A call waiting for ``request`` numbers.
+Take = Waiter[int, range]
 
 
 class OptimisticCounter(Strategy):
@@ -99,6 +104,9 @@ class OptimisticCounter(Strategy):
         group: GroupCommit | bool = True,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
+        self._committer = GroupCommitter(
+            self, self._retry, self._verdict, handed_out=self._handed_out
+        )
         self._group = self._grouper(self._commit, group, largest=None)
         if write not in ("update", "put"):
             raise ConfigurationError(f"write must be 'update' or 'put': {write!r}")
@@ -128,72 +136,84 @@ class OptimisticCounter(Strategy):
         self._check_open()
         return await self._through(self._group, self._commit, n)
 
-    async def _commit(self, takes: list[Waiter[int, range]]) -> None:
-        """One conditional write of ``current + k`` for the k numbers the waiting callers want
-        in all, retried; then each gets its range, in order.
-
-        A write is resent as it is (same condition, same token) until its outcome is known:
-        after an error that may hide its success, a failed condition is judged by the token
-        ring on the counter item (`_was_applied()`), so a write whose answer was lost hands
-        its numbers out instead of skipping them."""
-        pending: CounterWrite | None = None  # the write in flight, until its outcome is known
-        group: list[Waiter[int, range]] = []  # the callers it serves, in order
-        maybe_applied = False  # an attempt of it failed in a way that may hide its success
-
-        async def attempt() -> None:
-            nonlocal pending, group, maybe_applied
-            if pending is None or not any(take.waiting for take in group):
-                if pending is not None and maybe_applied:
-                    self._lost.gave_up(pending, "every caller of it was cancelled")
-                pending = None  # (never resent for other callers)
-                group = [take for take in takes if take.waiting]
-                if not group:  # (its place in the queue is kept for the callers behind)
-                    return
-                before = await self._item.ready(
-                    sum(take.request for take in group), predict=self.write == "update"
-                )
-                limit = self._item.limit()
-                group = _within(group, limit)
-                if limit is not None:
-                    self._top_up(takes, limit - sum(take.request for take in group), _count)
-                    group = _within([take for take in takes if take.waiting], limit)
-                pending = self._item.new_write(before, sum(take.request for take in group))
-                maybe_applied = False
-            write = pending
-            started = time.monotonic()
-            try:
-                await self._write(write)
-            except ConditionFailed as exc:
-                self._lost.seen(exc.item)  # (tells what became of writes given up on)
-                if not (maybe_applied and self._lost.was_applied(write, exc.item)):
-                    pending = None
-                    self._item.saw(exc.item, known=exc.item is not None)
-                    raise
-                self._item.saw(exc.item)
-            except StoreError as exc:
-                maybe_applied = maybe_applied or exc.maybe_applied
-                raise
-            else:
-                self._item.committed(write, time.monotonic() - started)
-                self._lost.seen(write.before)  # (the counter item its condition matched)
-            pending = None
-            self._numbers += len(write.numbers)
-            start = write.numbers.start
-            for take in group:
-                if take.waiting:  # a caller cancelled during the write loses its numbers
-                    take.future.set_result(range(start, start + take.request))
-                start += take.request
-
+    async def _commit(self, takes: list[Take]) -> None:
+        """One commit (see `aioseq.strategies._group_commit`): one conditional write of
+        ``current + k`` for the k numbers the waiting callers want in all, each caller's range
+        handed out in order. Its place in the counter's queue is kept while callers wait,
+        else given up."""
         failed = True
         try:
-            await self._retry(attempt, self._verdict)
+            await self._committer.commit(takes)
             failed = False
-        except AioseqError:
-            if pending is not None and maybe_applied:
-                self._lost.gave_up(pending, "the retry policy ran out first")
-            raise
         finally:
             self._keep_place(takes, failed=failed)
+
+    # --- the parts of the group-commit skeleton (aioseq.strategies._group_commit) -------------
+
+    async def prepare(self, takes: list[Take], limit: int | None) -> _Write | None:
+        """The next write: the waiting callers in order (at most ``limit`` of them, and
+        numbers within the size this writer queued with), from the counter item as last seen
+        (read first if not known); ``None`` when nobody waits."""
+        group = [take for take in takes if take.waiting][:limit]
+        if not group:  # (its place in the queue is kept for the callers behind)
+            return None
+        before = await self._item.ready(_numbers(group), predict=self.write == "update")
+        queued = self._item.limit()  # the size it queued with: those behind predicted it
+        group = _within(group, queued)
+        if queued is not None:
+            self._top_up(takes, queued - _numbers(group), _count)
+            group = _within([take for take in takes if take.waiting][:limit], queued)
+        return _Write(group, self._item.new_write(before, _numbers(group)))
+
+    def drop_unwanted(self, write: _Write, maybe_applied: bool) -> bool:
+        """Dropped, never resent for other callers: one that may have been applied is left
+        to the token ring (`LostAnswers.gave_up()`), which counts it once it can tell."""
+        if maybe_applied:
+            self._lost.gave_up(write.counter_write, "every caller of it was cancelled")
+        return True
+
+    async def send(self, write: _Write) -> None:
+        """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""
+        table = self.store.table
+        key = self._item.primary_key
+        counter_write = write.counter_write
+        common: dict[str, Any] = {
+            "TableName": table.name,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        started = time.monotonic()
+        if self.write == "update":
+            await self.store.call("update_item", Key=key, **counter_write.update(table), **common)
+        else:
+            condition = counter_write.condition(table, whole_queue=True)
+            if not condition["ExpressionAttributeValues"]:  # a put has no update expression
+                del condition["ExpressionAttributeValues"]
+            item = {**key, **counter_write.after(table)}
+            await self.store.call("put_item", Item=item, **condition, **common)
+        write.secs = time.monotonic() - started
+
+    def judge(
+        self, write: _Write, error: ConditionFailed | TransactionCanceled, maybe_applied: bool
+    ) -> Settled:
+        """A failed condition returns the counter item (``ALL_OLD``): after an error that may
+        hide its success, its token ring says whether an earlier attempt was applied
+        (`LostAnswers.was_applied()`); otherwise another writer won the race."""
+        item = error.item if isinstance(error, ConditionFailed) else None
+        self._lost.seen(item)  # (tells what became of writes given up on)
+        if maybe_applied and self._lost.was_applied(write.counter_write, item):
+            self._item.saw(item)
+            return Settled.APPLIED
+        self._item.saw(item, known=item is not None)
+        return Settled.REBUILD
+
+    def stored(self, write: _Write) -> None:
+        """The counter item is now the write's: the next write needs no read."""
+        self._item.committed(write.counter_write, write.secs)
+        self._lost.seen(write.counter_write.before)  # (the counter item its condition matched)
+
+    def unresolved(self, write: _Write) -> None:
+        """Left to the token ring, as an abandoned write is."""
+        self._lost.gave_up(write.counter_write, "the retry policy ran out first")
 
     def _verdict(self, exc: Exception) -> Verdict:
         """A write is retried after a backoff on a transient error; one that lost the race is
@@ -208,33 +228,21 @@ class OptimisticCounter(Strategy):
             return self._item.lost_race()
         return Verdict.FAIL
 
-    async def _write(self, write: CounterWrite) -> None:
-        """Send ``write``: an ``UpdateItem``, or a ``PutItem`` of the whole counter item."""
-        table = self.store.table
-        key = self._item.primary_key
-        common: dict[str, Any] = {
-            "TableName": table.name,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if self.write == "update":
-            await self.store.call("update_item", Key=key, **write.update(table), **common)
-            return
-        condition = write.condition(table, whole_queue=True)
-        if not condition["ExpressionAttributeValues"]:  # a put has no update expression
-            del condition["ExpressionAttributeValues"]
-        await self.store.call("put_item", Item={**key, **write.after(table)}, **condition, **common)
-
 
 def _count(n: int) -> int:
     return n
 
 
-def _within(group: list[Waiter[int, range]], limit: int | None) -> list[Waiter[int, range]]:
+def _numbers(group: list[Take]) -> int:
+    return sum(take.request for take in group)
+
+
+def _within(group: list[Take], limit: int | None) -> list[Take]:
     """The first callers of ``group`` whose numbers fit in ``limit`` (the size this writer
     queued with; at least one caller); the others wait for the next write."""
     if limit is None:
         return group
-    taken: list[Waiter[int, range]] = []
+    taken: list[Take] = []
     total = 0
     for take in group:
         if taken and total + take.request > limit:
@@ -242,3 +250,26 @@ def _within(group: list[Waiter[int, range]], limit: int | None) -> list[Waiter[i
         taken.append(take)
         total += take.request
     return taken
+
+
+@dataclass
+class _Write:
+    """One conditional write of the counter item for a group of callers."""
+
+    group: list[Take]
+    counter_write: CounterWrite
+    #: How long its last send took, in seconds.
+    secs: float = 0.0
+
+    @property
+    def numbers(self) -> range:
+        return self.counter_write.numbers
+
+    @property
+    def results(self) -> list[range]:
+        """Each caller's numbers, in order."""
+        found, start = [], self.numbers.start
+        for take in self.group:
+            found.append(range(start, start + take.request))
+            start += take.request
+        return found

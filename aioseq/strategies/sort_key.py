@@ -121,7 +121,7 @@ class SortKeyCounter(Strategy):
         # The collection's highest number as last seen (None: query it first).
         self._highest: int | None = None
         self._committer = GroupCommitter(
-            self, self._retry, self._verdict, handed_out=self._handed_out, rebuild_abandoned=True
+            self, self._retry, self._verdict, handed_out=self._handed_out
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         table = store.table
@@ -290,6 +290,10 @@ class SortKeyCounter(Strategy):
         ]
         return _Puts(group, items, first, new_token())
 
+    def drop_unwanted(self, write: _Puts, maybe_applied: bool) -> bool:
+        """Dropped when it cannot have been applied: nobody waits for its items."""
+        return not maybe_applied
+
     async def send(self, write: _Puts) -> None:
         """One conditional ``PutItem`` for one put, one ``TransactWriteItems`` of conditional
         puts for several (all or nothing, so the collection stays gapless)."""
@@ -365,6 +369,10 @@ class _Puts:
     @property
     def numbers(self) -> range:
         return range(self.first, self.first + len(self.group))
+
+    @property
+    def results(self) -> range:
+        return self.numbers
 
 
 def _stored_already(exc: ConditionFailed | TransactionCanceled, items: list[Item]) -> bool:

@@ -148,7 +148,7 @@ class TransactionalCounter(Strategy):
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         self._committer = GroupCommitter(
-            self, self._retry, self._verdict, handed_out=self._handed_out, rebuild_abandoned=False
+            self, self._retry, self._verdict, handed_out=self._handed_out
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
         self.item_table = check_table_name(item_table or store.table.name, "item_table")
@@ -347,6 +347,10 @@ class TransactionalCounter(Strategy):
         request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
         return _Transaction(group, items, request, write)
 
+    def drop_unwanted(self, write: _Transaction, maybe_applied: bool) -> bool:
+        """Sent still: the items of callers who left during the commit are stored."""
+        return False
+
     async def send(self, write: _Transaction) -> None:
         """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
         started = time.monotonic()
@@ -534,6 +538,10 @@ class _Transaction:
     @property
     def numbers(self) -> range:
         return self.counter_write.numbers
+
+    @property
+    def results(self) -> range:
+        return self.numbers
 
 
 def _decisive(exc: TransactionCanceled) -> bool:
