@@ -135,6 +135,9 @@ class FakeDynamoDB:
         clock: the clock of ``ClientRequestToken`` expiry, in seconds (default: the running
             loop's ``time()``).
         table_name: the table named in the observer's events.
+        honour_tokens: ``False`` ignores ``ClientRequestToken`` as moto and the serialized moto
+            server do (a resend is applied again, or fails its condition), to test what a
+            caller does without the token.
 
     Example:
 
@@ -153,8 +156,10 @@ class FakeDynamoDB:
         schedule: FaultSchedule | None = None,
         clock: Callable[[], float] | None = None,
         table_name: str = "",
+        honour_tokens: bool = True,
     ) -> None:
         self.observer = observer
+        self.honour_tokens = honour_tokens
         self.schedule = schedule
         self.table_name = table_name
         #: Every request received, in order (`SentRequest`).
@@ -387,7 +392,11 @@ class FakeDynamoDB:
 
     def _apply(self, model: OperationModel, params: dict[str, Any]) -> dict[str, Any]:
         """Answer ``params`` (a ``ClientError`` for DynamoDB's errors), tokens honoured."""
-        token = params.get("ClientRequestToken") if model.name == "TransactWriteItems" else None
+        token = (
+            params.get("ClientRequestToken")
+            if model.name == "TransactWriteItems" and self.honour_tokens
+            else None
+        )
         if token is None:
             response = self._moto(model, params)
             if params.get("ReturnValues") in ("UPDATED_NEW", "UPDATED_OLD"):

@@ -165,6 +165,16 @@ async def test_a_token_replayed_with_the_same_request_succeeds_without_applying_
     assert fake.requests == {"TransactWriteItems": 2}
 
 
+async def test_tokens_can_be_ignored_as_moto_ignores_them() -> None:
+    fake = FakeDynamoDB(honour_tokens=False)
+    async with DynamoStore(transport=fake) as store:
+        await store.create_table()
+        params = transaction("token-1", "a")
+        await store.call("transact_write_items", **params)
+        await store.call("transact_write_items", **params)
+    assert value(fake, "a") == 2
+
+
 async def test_a_token_reused_with_another_request_is_a_mismatch(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
