@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
 from checks import LoopClock
+
+from aioseq import DynamoStore, RetryPolicy
+
+if TYPE_CHECKING:
+    from aioseq.testing import FakeDynamoDB
 
 BACKENDS = ("moto", "dynamodb-local")
 
@@ -76,3 +82,24 @@ async def loop_clock(monkeypatch: pytest.MonkeyPatch) -> LoopClock:
     clock = LoopClock(loop)
     monkeypatch.setattr(loop, "time", clock.time)
     return clock
+
+
+#: Retries that do not wait: a unit test's backoffs are counted, not slept.
+NO_WAIT = RetryPolicy(max_attempts=8, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+
+
+@pytest.fixture
+def fake() -> FakeDynamoDB:
+    """DynamoDB in the test's process (tests/unit): no server, no network."""
+    from aioseq.testing import FakeDynamoDB  # moto, imported only by the tests that use it
+
+    return FakeDynamoDB()
+
+
+@pytest_asyncio.fixture
+async def fake_store(fake: FakeDynamoDB) -> AsyncIterator[DynamoStore]:
+    """An open store on `fake`, its table created; the fake's records start after that."""
+    async with DynamoStore(transport=fake, retry_policy=NO_WAIT) as made:
+        await made.create_table()
+        fake.reset()
+        yield made

@@ -8,6 +8,9 @@
 - [`FaultProxy`][aioseq.testing.FaultProxy] / [`FaultSchedule`][aioseq.testing.FaultSchedule]: a
   fault-injecting proxy between a client and a server (throttling, 500s, transaction conflicts,
   resets, timeouts, lost answers).
+- [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB]: DynamoDB in the test's process, at the store's
+  transport seam (moto's DynamoDB handler called in process), with faults on demand: unit tests
+  with no server and no network.
 - [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a write
   budget per item, throttled as DynamoDB throttles a hot key, and a round trip per request.
 - [`serving()`][aioseq.testing.serving] / [`serving_endpoint()`][aioseq.testing.serving_endpoint]:
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from aioseq.testing.capacity import CapacityModel as CapacityModel
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
+    from aioseq.testing.fake import FakeDynamoDB as FakeDynamoDB
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
     from aioseq.testing.faults import FaultSchedule as FaultSchedule
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
@@ -45,6 +49,7 @@ __all__ = [
     "DynamoDBLocal",
     "DynamoDBLocalUnavailable",
     "Endpoint",
+    "FakeDynamoDB",
     "FaultProxy",
     "FaultSchedule",
     "MotoServerProcess",
@@ -59,6 +64,7 @@ _MODULES = {
     "DynamoDBLocal": "aioseq.testing.dynamodb_local",
     "DynamoDBLocalUnavailable": "aioseq.testing.dynamodb_local",
     "Endpoint": "aioseq.testing.servers",
+    "FakeDynamoDB": "aioseq.testing.fake",
     "FaultProxy": "aioseq.testing.fault_proxy",
     "FaultSchedule": "aioseq.testing.faults",
     "MotoServerProcess": "aioseq.testing.moto_server",

@@ -1,0 +1,95 @@
+"""Counter administration and the statistics observer against FakeDynamoDB."""
+
+from __future__ import annotations
+
+import pytest
+
+from aioseq import (
+    BlockAllocator,
+    CounterNotFound,
+    CounterWouldMoveBack,
+    DynamoStore,
+    Numbering,
+    NumberingMismatch,
+)
+from aioseq.admin import (
+    describe_counter,
+    ensure_at_least,
+    list_counters,
+    scan_maximum,
+    set_counter,
+    set_numbering,
+    start_after_maximum,
+)
+from aioseq.observe import StatisticsObserver
+from aioseq.testing import FakeDynamoDB
+
+TABLE = "aioseq"
+
+
+async def test_set_describe_and_list(fake_store: DynamoStore, fake: FakeDynamoDB) -> None:
+    with pytest.raises(CounterNotFound):
+        await describe_counter(fake_store, "orders")
+    await set_counter(fake_store, "orders", 1000)
+    info = await describe_counter(fake_store, "orders")
+    assert (info.key, info.value) == ("orders", 1000)
+    assert info.updated_at is not None
+    assert await fake_store.atomic_counter("orders").next() == 1001
+    with pytest.raises(CounterWouldMoveBack):
+        await set_counter(fake_store, "orders", 10)
+    await set_counter(fake_store, "orders", 10, allow_backward=True)
+    await fake_store.atomic_counter("invoices").next()
+    listed = {c.key: c.value async for c in list_counters(fake_store)}
+    assert listed == {"orders": 10, "invoices": 1}
+
+
+async def test_ensure_at_least_never_moves_back(fake_store: DynamoStore) -> None:
+    assert await ensure_at_least(fake_store, "k", 50) == 50
+    assert await ensure_at_least(fake_store, "k", 20) == 50
+    assert await fake_store.atomic_counter("k").next() == 51
+
+
+async def test_start_after_the_maximum_already_stored(fake_store: DynamoStore) -> None:
+    for n in (3, 17, 9):
+        await fake_store.call(
+            "put_item", TableName=TABLE, Item={"pk": {"S": f"legacy-{n}"}, "sk": {"N": str(n)}}
+        )
+    assert await scan_maximum(fake_store, table=TABLE, attribute="sk", segments=2) == 17
+    await start_after_maximum(fake_store, "k", table=TABLE, attribute="sk")
+    assert await fake_store.atomic_counter("k").next() == 18
+
+
+async def test_set_numbering_moves_past_every_number_handed_out(fake_store: DynamoStore) -> None:
+    blocks = fake_store.block_allocator("k", block_size=5, prefetch_at=0)
+    assert [await blocks.next() for _ in range(3)] == [1, 2, 3]
+    await blocks.aclose()
+    new = Numbering(stride=10, offset=7)
+    await set_numbering(fake_store, "k", new)
+    info = await describe_counter(fake_store, "k")
+    assert info.numbering == new
+    with pytest.raises(NumberingMismatch):
+        await fake_store.atomic_counter("k").next()
+    async with BlockAllocator(fake_store, "k", block_size=5, stride=10, offset=7) as renumbered:
+        assert await renumbered.next() == 7  # above 3, the last number of the old numbering
+
+
+async def test_the_statistics_observer_counts_requests_retries_refills_and_waste() -> None:
+    observer = StatisticsObserver()
+    fake = FakeDynamoDB(observer=observer)
+    async with DynamoStore(transport=fake) as store:
+        await store.create_table()
+        fake.inject("throttling", operation="UpdateItem")
+        blocks = store.block_allocator("k", block_size=10, prefetch_at=0)
+        assert await blocks.next() == 1
+        await store._shared.sweep()
+        await store._shared.sweep()
+        other = store.block_allocator("k", block_size=10, prefetch_at=0)
+        await other.next()
+        rival = store.block_allocator("r", block_size=10, prefetch_at=0)
+        await rival.next()
+    stats = observer.statistics()
+    assert stats.requests["UpdateItem"] >= 4
+    assert stats.errors == {"ThrottlingException": 1}
+    assert sum(stats.retries.values()) == 1
+    assert stats.refills >= 3
+    assert stats.evictions == 1
