@@ -127,7 +127,7 @@ class DynamoStore:
                 "DynamoStore takes a client or a transport=, not both; a transport's observer"
                 " is the transport's own"
             )
-        self.transport = transport
+        self.transport: Transport = transport
         self.table = spec
         self.observer = transport.observer
         self.retry_policy = retry_policy or RetryPolicy()

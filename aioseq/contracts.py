@@ -28,9 +28,10 @@ from aioseq.observe import Observer
 
 __all__ = ["Managed", "NumbersHeld", "Send", "Store", "Transport"]
 
-#: A prepared request's sender: ``await send(params)`` sends ``params`` as they are (one
-#: attempt, no check) and returns the response.
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""A prepared request's sender ([`Store.prepare()`][aioseq.contracts.Store.prepare]):
+``await send(params)`` sends ``params`` as they are (one attempt, no check) and returns the
+response."""
 
 
 class Transport(Protocol):

@@ -10,6 +10,7 @@ from botocore.exceptions import ParamValidationError
 
 from aioseq import ConnectionFailed, DynamoStore, RetriesExhausted, RetryPolicy
 from aioseq._retry import RetryEngine, Verdict
+from aioseq._transport import BotocoreTransport
 
 #: Nothing listens on port 1: every request fails to connect, at once.
 REFUSING_ENDPOINT = "http://127.0.0.1:1"
@@ -91,7 +92,7 @@ async def test_call_checks_parameters_on_the_client_aioseq_opens() -> None:
     """aioseq's own client leaves parameter checks to aioseq (its hot requests are templates
     checked once); what a caller passes to call() is checked as botocore would, unsent."""
     async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as store:
-        assert store.transport.validates
+        assert isinstance(store.transport, BotocoreTransport) and store.transport.validates
         with pytest.raises(ParamValidationError, match="Key"):
             await store.call("get_item", TableName=store.table.name, Key="not a map")
         with pytest.raises(ParamValidationError, match="TableName"):
@@ -99,4 +100,5 @@ async def test_call_checks_parameters_on_the_client_aioseq_opens() -> None:
         assert store.requests.total() == 0  # nothing was sent
     async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as owner:
         borrowed = DynamoStore(owner.client, owner.table)
+        assert isinstance(borrowed.transport, BotocoreTransport)
         assert not borrowed.transport.validates  # a client of the caller's checks itself
