@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aioseq.clock import Clock
 from aioseq.contracts import Managed, NumbersHeld
 from aioseq.errors import ConfigurationError, WrongEventLoop
 from aioseq.observe import EvictEvent, Observer, notify
@@ -85,16 +86,19 @@ class Registry:
     Parameters:
         idle_secs: how long an object may go unused before it is dropped (``None``: never).
         observer: told of each drop (``on_evict``).
+        clock: what the sweeps wait on.
     """
 
     def __init__(
         self,
         idle_secs: float | None,
         observer: Observer | None,
+        clock: Clock,
         after_sweep: Callable[[], None] = lambda: None,
     ) -> None:
         self.idle_secs = idle_secs
         self.observer = observer
+        self.clock = clock
         self._after_sweep = after_sweep
         #: ``(factory name, key)`` -> its entry. The factories read it for their fast path.
         self.entries: dict[tuple[str, object], _Entry] = {}
@@ -184,7 +188,7 @@ class Registry:
     async def _sweep_forever(self) -> None:
         assert self.idle_secs is not None
         while not self._closed:
-            await asyncio.sleep(self.idle_secs)
+            await self.clock.sleep(self.idle_secs)
             # A close waits for the sweep under way rather than cancel its give-backs.
             self._sweeping = asyncio.ensure_future(self.sweep())
             await asyncio.shield(self._sweeping)

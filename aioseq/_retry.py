@@ -17,13 +17,13 @@ from __future__ import annotations
 import enum
 import logging
 import random
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, RetryError
 
+from aioseq.clock import Clock, LoopClock
 from aioseq.config import RetryPolicy
 from aioseq.errors import (
     AioseqError,
@@ -113,13 +113,17 @@ class RetryEngine:
     Parameters:
         policy: the bounds and the waits.
         observer: if given, each retry is reported to its ``on_retry``.
+        clock: what bounds are measured and waits are slept on (the store's).
     """
 
-    __slots__ = ("observer", "policy")
+    __slots__ = ("clock", "observer", "policy")
 
-    def __init__(self, policy: RetryPolicy, observer: Observer | None = None) -> None:
+    def __init__(
+        self, policy: RetryPolicy, observer: Observer | None = None, clock: Clock | None = None
+    ) -> None:
         self.policy = policy
         self.observer = observer
+        self.clock: Clock = clock or LoopClock()
 
     def backoff_secs(self, n: int) -> float:
         """The wait before the retry that follows the ``n``-th failure that asked for a
@@ -163,7 +167,7 @@ class RetryEngine:
             whatever an attempt raises that ``classify`` fails, with ``maybe_applied`` set
                 when an earlier attempt may have been applied.
         """
-        started = time.monotonic()
+        started = self.clock.now()
         try:
             return await attempt()
         except Exception as exc:
@@ -217,13 +221,12 @@ class _Run(Generic[T]):
         self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
 
     async def go(self) -> T:
-        policy = self.engine.policy
         retrying = AsyncRetrying(
             stop=self._stop,
             wait=self._wait,
             retry=self._retry,
             before_sleep=self._before_sleep,
-            sleep=policy.sleep,
+            sleep=self.engine.clock.sleep,
             reraise=False,
         )
         try:
@@ -266,7 +269,7 @@ class _Run(Generic[T]):
         # bounds the wait); a write that failed its condition does.
         if state.attempt_number - self.pauses >= policy.max_attempts:
             return True
-        elapsed = time.monotonic() - self.started
+        elapsed = self.engine.clock.now() - self.started
         if elapsed >= policy.max_delay_secs:
             return True
         error = state.outcome.exception() if state.outcome is not None else None

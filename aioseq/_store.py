@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator
@@ -32,6 +31,7 @@ from aioseq._values import (
     check_seconds,
 )
 from aioseq.allocator import BlockAllocator
+from aioseq.clock import Clock, LoopClock
 from aioseq.config import DEFAULT_TABLE_NAME, MAX_NUMBER, GroupCommit, RetryPolicy, TableSpec
 from aioseq.contracts import Managed, Send, Transport
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
@@ -81,8 +81,12 @@ class DynamoStore:
     [`transactional_counter()`][aioseq.DynamoStore.transactional_counter].
 
     Parameters:
-        client: an open aiobotocore DynamoDB client.
+        client: an open aiobotocore DynamoDB client (borrowed: never closed by the store).
         table: the table's name, or its full [`TableSpec`][aioseq.TableSpec].
+        transport: in place of ``client``, the [`Transport`][aioseq.contracts.Transport] to
+            send through and close with the store (such as
+            [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB] in tests); its observer is the
+            store's.
         retry_policy: how strategies made from this store retry.
         observer: an [`Observer`][aioseq.observe.Observer] that every request, retry, refill,
             wasted number and dropped idle object of this store and its counters is reported
@@ -96,6 +100,12 @@ class DynamoStore:
             on close); a dropped counter forgets the counter item it last saw. A caller that
             still holds a dropped object may go on using it; the next factory call makes a
             fresh one. So a service with a key per tenant holds only the keys in use.
+        clock: the [`Clock`][aioseq.clock.Clock] the store and everything made on it read
+            time from and wait on (default: the running event loop's, `LoopClock`).
+
+    Raises:
+        ConfigurationError: neither or both of ``client`` and ``transport``, an observer with
+            a transport, a bad ``idle_secs``.
 
     **One object per key.** ``store.block_allocator(key)``, ``store.atomic_counter(key)``,
     ``store.transactional_counter(key)``, ``store.sort_key_counter(partition)`` and
@@ -114,6 +124,7 @@ class DynamoStore:
         retry_policy: RetryPolicy | None = None,
         observer: Observer | None = None,
         idle_secs: float | None = DEFAULT_IDLE_SECS,
+        clock: Clock | None = None,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
         if idle_secs is not None:
@@ -131,15 +142,17 @@ class DynamoStore:
         self.table = spec
         self.observer = transport.observer
         self.retry_policy = retry_policy or RetryPolicy()
+        #: What this store and everything made on it measure time and wait on.
+        self.clock: Clock = clock or LoopClock()
         #: The retry engine every request of this store and its objects runs under.
-        self.retry = RetryEngine(self.retry_policy, self.observer)
+        self.retry = RetryEngine(self.retry_policy, self.observer, self.clock)
         self._closed = False  # aclose() began: new calls on the store's objects are refused
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.
         self._made: weakref.WeakSet[Managed] = weakref.WeakSet()
         self._made_peak = 0
         #: The objects the factories share, one per factory and key.
-        self._shared = Registry(idle_secs, self.observer, after_sweep=self._shrink_made)
+        self._shared = Registry(idle_secs, self.observer, self.clock, after_sweep=self._shrink_made)
 
     @property
     def client(self) -> DynamoDBClient:
@@ -162,6 +175,7 @@ class DynamoStore:
         session: aioboto3.Session | None = None,
         observer: Observer | None = None,
         idle_secs: float | None = DEFAULT_IDLE_SECS,
+        clock: Clock | None = None,
     ) -> _Opening:
         """Open an aioboto3 session and one DynamoDB client that this store owns.
 
@@ -186,7 +200,7 @@ class DynamoStore:
             session: an aioboto3 session to make the client from (default: a new one).
             observer: see [`DynamoStore`][aioseq.DynamoStore] and
                 [`aioseq.observe`][aioseq.observe].
-            idle_secs: see [`DynamoStore`][aioseq.DynamoStore].
+            idle_secs, clock: see [`DynamoStore`][aioseq.DynamoStore].
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -220,7 +234,11 @@ class DynamoStore:
                 client, owner=stack, observer=observer, table_name=spec.name, validates=True
             )
             return DynamoStore(
-                table=spec, transport=transport, retry_policy=retry_policy, idle_secs=idle_secs
+                table=spec,
+                transport=transport,
+                retry_policy=retry_policy,
+                idle_secs=idle_secs,
+                clock=clock,
             )
 
         return _Opening(open_store)
@@ -265,20 +283,20 @@ class DynamoStore:
         await asyncio.shield(self._close_task)
 
     async def _close(self, timeout_secs: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_secs
+        clock = self.clock
+        deadline = clock.now() + timeout_secs
         await self._shared.aclose()
         made = list(self._made)
         # (An allocator's give-back goes through the atomic counter it owns and closes: the
         # store never closes that one.) A close that outlasts the deadline is cancelled, each
         # one's own clean-up still running.
         try:
-            await asyncio.wait_for(_close_all(made), max(0.0, deadline - loop.time()))
+            await asyncio.wait_for(_close_all(made), max(0.0, deadline - clock.now()))
         except asyncio.TimeoutError:
             log.warning("DynamoStore.aclose(): objects still busy after %.1f s", timeout_secs)
             for thing in made:  # one its close never reached: its numbers count as wasted
                 thing.abandon()
-        await self.transport.aclose(deadline=deadline)
+        await self.transport.aclose(timeout_secs=max(0.0, deadline - clock.now()))
 
     def adopt(self, made: Managed) -> None:
         """Take in an object made on this store, to close it with the store (one dropped as
@@ -490,7 +508,6 @@ class DynamoStore:
         stride: int = 1,
         offset: int = 1,
         max_value: int = MAX_NUMBER,
-        clock: Callable[[], float] = time.monotonic,
     ) -> BlockAllocator:
         """The [`BlockAllocator`][aioseq.BlockAllocator] this store shares for ``key``: made as
         ``BlockAllocator(store, key, ...)`` with these arguments on the first call, the same
@@ -510,7 +527,6 @@ class DynamoStore:
             stride,
             offset,
             max_value,
-            clock,
         )
         found: BlockAllocator | None = self._shared.shared(
             "block_allocator", key, options, _ALLOCATOR_OPTIONS
@@ -527,7 +543,6 @@ class DynamoStore:
                 stride=stride,
                 offset=offset,
                 max_value=max_value,
-                clock=clock,
             )
             found = self._shared.add("block_allocator", options, made)
         return found
@@ -656,17 +671,17 @@ class DynamoStore:
         Raises:
             StoreError: it is not active after ``timeout_secs``.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_secs
+        clock = self.clock
+        deadline = clock.now() + timeout_secs
         name = self.table.name
         while True:
             described = await self.request("describe_table", TableName=name)
             status = described.get("Table", {}).get("TableStatus")
             if status == "ACTIVE":
                 return
-            if loop.time() >= deadline:
+            if clock.now() >= deadline:
                 raise StoreError(f"table {name!r} is not active after {timeout_secs:g} s: {status}")
-            await self.retry_policy.sleep(TABLE_POLL_SECS)
+            await clock.sleep(TABLE_POLL_SECS)
 
     async def check_table(self) -> None:
         """Check that the table exists with the key schema of `table`.
@@ -724,7 +739,6 @@ _ALLOCATOR_OPTIONS = (
     "stride",
     "offset",
     "max_value",
-    "clock",
 )
 
 

@@ -391,15 +391,14 @@ class BotocoreTransport:
             return closed
         return error
 
-    async def aclose(self, *, deadline: float) -> None:
-        """Wait until the requests in flight are answered (until ``deadline``, on the running
-        loop's clock), then refuse new ones and close the client if this transport owns it.
-        A request the close cuts off gets ``StoreClosed`` with ``maybe_applied``."""
+    async def aclose(self, *, timeout_secs: float) -> None:
+        """Wait until the requests in flight are answered (at most ``timeout_secs``), then
+        refuse new ones and close the client if this transport owns it. A request the close
+        cuts off gets ``StoreClosed`` with ``maybe_applied``."""
         if self._in_flight:
-            loop = asyncio.get_running_loop()
             self._drained = asyncio.Event()
             try:
-                await asyncio.wait_for(self._drained.wait(), max(0.0, deadline - loop.time()))
+                await asyncio.wait_for(self._drained.wait(), max(0.0, timeout_secs))
             except asyncio.TimeoutError:
                 log.warning(
                     "DynamoStore.aclose(): %d requests still in flight at the deadline",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from _thread import get_ident
 from collections.abc import Callable
@@ -116,7 +115,8 @@ class BlockAllocator:
             ``ADD``'s condition keeps the counter item at or below the counter value of the last
             number that fits, so a block that would pass it is never reserved (the numbers between
             the last block and ``max_value`` may stay unused).
-        clock: a monotonic clock in seconds (inject a fake one in tests).
+
+    The refill rate is measured on the store's clock ([`aioseq.clock`][aioseq.clock]).
 
     Raises:
         ConfigurationError: a bad argument.
@@ -148,7 +148,6 @@ class BlockAllocator:
         stride: int = 1,
         offset: int = 1,
         max_value: int = MAX_NUMBER,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = check_key(key)
         for name, value in (
@@ -191,7 +190,7 @@ class BlockAllocator:
         self.prefetch_at = float(prefetch_at)
         self.stride = stride
         self.offset = offset
-        self._clock = clock
+        self._clock = store.clock
         self._block_size = block_size
         self._low_water = int(block_size * self.prefetch_at)
         # Reserved counter values not handed out yet. The current block [_next_k, _end_k) is
@@ -372,14 +371,15 @@ class BlockAllocator:
     ) -> range:
         """The refill's ``ADD``, timed and reported to the store's observer."""
         waiters = sum(1 for w in batch if w.waiting)
-        started = time.perf_counter()
+        clock = self._clock
+        started = clock.now()
 
         def report(numbers: int, error: str | None) -> None:
             event = RefillEvent(
                 counter_key=self.key,
                 numbers=numbers,
                 block_size=self._block_size,
-                latency_secs=time.perf_counter() - started,
+                latency_secs=clock.now() - started,
                 waiters=waiters,
                 error=error,
             )
@@ -414,7 +414,7 @@ class BlockAllocator:
 
     def _resize(self) -> None:
         """Demand-sized blocks: see the class docstring."""
-        now = self._clock()
+        now = self._clock.now()
         last, self._last_refill_at = self._last_refill_at, now
         handed_out = self.statistics().handed_out
         used = handed_out - self._handed_out_at_last_refill

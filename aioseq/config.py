@@ -5,9 +5,7 @@ re-exported here, where the documentation has always named them."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from aioseq._values import (
@@ -111,9 +109,6 @@ class TableSpec:
         return 0 if self.sort_key_type == "N" else "0"
 
 
-Sleep = Callable[[float], Awaitable[None]]
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """How aioseq retries what is safe to retry (conflicts, throttling, transient errors).
@@ -139,7 +134,8 @@ class RetryPolicy:
             [`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) is retried, in seconds since
             the first attempt (> 0). Such a request was never sent, and retrying a gone server for
             the whole ``max_delay_secs`` only delays the error.
-        sleep: the coroutine used to wait (inject a fake one in tests).
+
+    The waits and the bounds are on the store's clock ([`aioseq.clock`][aioseq.clock]).
     """
 
     max_attempts: int = 100
@@ -147,7 +143,6 @@ class RetryPolicy:
     initial_backoff_secs: float = 0.005
     max_backoff_secs: float = 1.0
     max_unreachable_secs: float = 3.0
-    sleep: Sleep = field(default=asyncio.sleep, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from aioseq._retry import RetryEngine
 from aioseq._values import Item
+from aioseq.clock import Clock
 from aioseq.config import TableSpec
 from aioseq.observe import Observer
 
@@ -71,9 +72,9 @@ class Transport(Protocol):
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request, unchecked; ``params`` is left unchanged."""
 
-    async def aclose(self, *, deadline: float) -> None:
-        """Let requests in flight finish until ``deadline`` (the running loop's clock), then
-        refuse new ones ([`StoreClosed`][aioseq.errors.StoreClosed])."""
+    async def aclose(self, *, timeout_secs: float) -> None:
+        """Let requests in flight finish (at most ``timeout_secs``), then refuse new ones
+        ([`StoreClosed`][aioseq.errors.StoreClosed])."""
 
 
 class Store(Protocol):
@@ -99,6 +100,10 @@ class Store(Protocol):
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
         """The event loop its transport belongs to, when known."""
+
+    @property
+    def clock(self) -> Clock:
+        """What to read time from and wait on."""
 
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """Check and send one request: one attempt, no retries."""

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aioseq import DynamoStore
+from aioseq.clock import LoopClock as _LoopClock
 
 
 def assert_distinct(numbers: Iterable[int]) -> list[int]:
@@ -147,3 +148,17 @@ class LoopClock:
 
     def advance(self, secs: float) -> None:
         self.offset_secs += secs
+
+
+class SleepHook(_LoopClock):
+    """The loop's clock whose sleeps run ``on_sleep(secs)`` instead of waiting, one at a time
+    (a backoff and a queue's grace may sleep together): a rival's writes, or a caller
+    leaving, during a backoff."""
+
+    def __init__(self, on_sleep: Callable[[float], Awaitable[None]]) -> None:
+        self._on_sleep = on_sleep
+        self._one_at_a_time = asyncio.Lock()
+
+    async def sleep(self, secs: float) -> None:
+        async with self._one_at_a_time:
+            await self._on_sleep(secs)

@@ -20,7 +20,7 @@ from checks import LoopClock
 from aioseq import DynamoStore, RetryPolicy
 
 if TYPE_CHECKING:
-    from aioseq.testing import FakeDynamoDB
+    from aioseq.testing import FakeDynamoDB, ManualClock
 
 BACKENDS = ("moto", "dynamodb-local")
 
@@ -96,10 +96,22 @@ def fake() -> FakeDynamoDB:
     return FakeDynamoDB()
 
 
+@pytest.fixture
+def clock() -> ManualClock:
+    """The clock of `fake_store`: time moves when a test advances it or the store sleeps."""
+    from aioseq.testing import ManualClock
+
+    return ManualClock()
+
+
 @pytest_asyncio.fixture
-async def fake_store(fake: FakeDynamoDB) -> AsyncIterator[DynamoStore]:
+async def fake_store(fake: FakeDynamoDB, clock: ManualClock) -> AsyncIterator[DynamoStore]:
     """An open store on `fake`, its table created; the fake's records start after that."""
-    async with DynamoStore(transport=fake, retry_policy=NO_WAIT) as made:
+    # (No idle sweeper: sleeping on a ManualClock moves it, so a sleeper in a loop races it
+    # ahead; tests sweep by hand.)
+    async with DynamoStore(
+        transport=fake, retry_policy=NO_WAIT, clock=clock, idle_secs=None
+    ) as made:
         await made.create_table()
         fake.reset()
         yield made

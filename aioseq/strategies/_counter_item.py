@@ -55,14 +55,14 @@ class CounterItem:
     async def read(self) -> dict[str, Any] | None:
         """One strongly consistent ``GetItem`` of the counter item (1 RCU; one attempt: run
         it under the retry engine); ``None`` if it does not exist."""
-        started = self.turn.clock()
+        started = self.turn.clock.now()
         response = await self.store.call(
             "get_item",
             TableName=self.store.table.name,
             Key=self.primary_key,
             ConsistentRead=True,
         )
-        self.turn.sent(self.turn.clock() - started)
+        self.turn.sent(self.turn.clock.now() - started)
         item: dict[str, Any] | None = response.get("Item")
         return item
 

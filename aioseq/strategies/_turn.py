@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -45,6 +44,7 @@ from typing import Any
 
 from aioseq._retry import Verdict, Waiting
 from aioseq._values import TURN_ATTRIBUTE, Item
+from aioseq.clock import Clock
 from aioseq.config import RECENT_WRITES
 from aioseq.contracts import Store
 from aioseq.errors import AioseqError, ConditionFailed
@@ -154,13 +154,13 @@ class Turn:
     Parameters:
         store: where the counter item lives.
         key: the counter key.
-        clock: seconds, monotonic (default ``time.monotonic``).
+        clock: what leases, pace and the grace are measured on (default: the store's).
     """
 
-    def __init__(self, store: Store, key: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: Store, key: str, clock: Clock | None = None) -> None:
         self.store = store
         self.key = key
-        self.clock = clock
+        self.clock: Clock = clock or store.clock
         self._mine: str | None = None  # this writer's entry in the queue, while it has one
         # Entries of this writer's that may be on the item though it no longer uses them (an
         # enqueue cancelled or whose answer was lost, a place given up), and since when.
@@ -234,7 +234,7 @@ class Turn:
         pause = max(self._position - 0.5, 0.25) * self._interval
         if self._waits > LINGERING_WAITS and self._head_since is not None:
             head, since = self._head_since
-            left = self.stale_after(head) - (self.clock() - since)
+            left = self.stale_after(head) - (self.clock.now() - since)
             pause = max(pause, min(pause * 2 ** min(self._waits - LINGERING_WAITS, 16), left))
         return pause
 
@@ -242,7 +242,7 @@ class Turn:
         """The counter item showed ``writes`` (``aioseq_writes``) just now: the time between
         writes on the counter, from the writes seen since the last observation (at most two
         of this writer's round trips each: a pause in the traffic is not a slow counter)."""
-        now = self.clock()
+        now = self.clock.now()
         last = self._last_writes
         if last is not None and writes > last[0]:
             sample = min((now - last[1]) / (writes - last[0]), 2 * self.round_trip_secs)
@@ -263,7 +263,7 @@ class Turn:
 
     def _watch(self, turns: tuple[str, ...]) -> float:
         """Note the queue as seen now; the time."""
-        now = self.clock()
+        now = self.clock.now()
         watched = self._watched
         self._watched = {e: watched.get(e, now) for e in turns}
         head = turns[0] if turns else None
@@ -365,14 +365,14 @@ class Turn:
 
     async def _update(self, **params: Any) -> dict[str, Any]:
         """One ``UpdateItem`` of the counter item (1 WCU; one attempt), timed."""
-        started = self.clock()
+        started = self.clock.now()
         response = await self.store.call(
             "update_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key(self.key),
             **params,
         )
-        self.sent(self.clock() - started)
+        self.sent(self.clock.now() - started)
         return response
 
     async def _enqueue(self, size: int) -> Item:
@@ -400,7 +400,7 @@ class Turn:
             raise
         except BaseException:  # cancelled: it may have been applied, and nobody will use it
             self._mine = None
-            self._strays[token] = self.clock()
+            self._strays[token] = self.clock.now()
             raise
         attributes: Item = response.get("Attributes") or {}
         log.debug("counter %r: enqueued %s: %s", self.key, token, turns_of(attributes))
@@ -453,7 +453,7 @@ class Turn:
         try:
             while (wanted := self._give_up_asked) is not None:
                 self._give_up_asked = None
-                await asyncio.sleep(GIVE_UP_GRACE_SECS)
+                await self.clock.sleep(GIVE_UP_GRACE_SECS)
                 if wanted():
                     continue  # a commit uses the place again
                 log.debug("counter %r: gave up %s (strays %s)", self.key, self._mine, self._strays)
@@ -464,7 +464,7 @@ class Turn:
 
     def _drop_place(self) -> None:
         if self._mine is not None:
-            self._strays[self._mine] = self.clock()
+            self._strays[self._mine] = self.clock.now()
             self._mine = None
         self._contended = False
         self._paused = False

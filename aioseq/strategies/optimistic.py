@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -181,7 +180,7 @@ class OptimisticCounter(Strategy):
             "TableName": table.name,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        started = time.monotonic()
+        started = self.store.clock.now()
         if self.write == "update":
             await self.store.call("update_item", Key=key, **counter_write.update(table), **common)
         else:
@@ -190,7 +189,7 @@ class OptimisticCounter(Strategy):
                 del condition["ExpressionAttributeValues"]
             item = {**key, **counter_write.after(table)}
             await self.store.call("put_item", Item=item, **condition, **common)
-        write.secs = time.monotonic() - started
+        write.secs = self.store.clock.now() - started
 
     def judge(
         self, write: _Write, error: ConditionFailed | TransactionCanceled, maybe_applied: bool

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -353,9 +352,9 @@ class TransactionalCounter(Strategy):
 
     async def send(self, write: _Transaction) -> None:
         """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
-        started = time.monotonic()
+        started = self.store.clock.now()
         await self.store.call("transact_write_items", **write.request)
-        write.secs = time.monotonic() - started
+        write.secs = self.store.clock.now() - started
 
     def judge(
         self, write: _Transaction, error: ConditionFailed | TransactionCanceled, maybe_applied: bool

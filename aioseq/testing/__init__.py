@@ -11,6 +11,8 @@
 - [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB]: DynamoDB in the test's process, at the store's
   transport seam (moto's DynamoDB handler called in process), with faults on demand: unit tests
   with no server and no network.
+- [`ManualClock`][aioseq.testing.ManualClock]: a clock tests move by hand, for the store's
+  ``clock=``: retries, backoffs, leases and idle sweeps with no real wait.
 - [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a write
   budget per item, throttled as DynamoDB throttles a hot key, and a round trip per request.
 - [`serving()`][aioseq.testing.serving] / [`serving_endpoint()`][aioseq.testing.serving_endpoint]:
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aioseq.testing.capacity import CapacityModel as CapacityModel
+    from aioseq.testing.clock import ManualClock as ManualClock
     from aioseq.testing.dynamodb_local import DynamoDBLocal as DynamoDBLocal
     from aioseq.testing.dynamodb_local import DynamoDBLocalUnavailable as DynamoDBLocalUnavailable
     from aioseq.testing.fake import FakeDynamoDB as FakeDynamoDB
@@ -52,6 +55,7 @@ __all__ = [
     "FakeDynamoDB",
     "FaultProxy",
     "FaultSchedule",
+    "ManualClock",
     "MotoServerProcess",
     "SerializedMotoServer",
     "ServerUnavailable",
@@ -67,6 +71,7 @@ _MODULES = {
     "FakeDynamoDB": "aioseq.testing.fake",
     "FaultProxy": "aioseq.testing.fault_proxy",
     "FaultSchedule": "aioseq.testing.faults",
+    "ManualClock": "aioseq.testing.clock",
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
     "ServerUnavailable": "aioseq.testing.servers",

@@ -253,14 +253,13 @@ class FakeDynamoDB:
                 )
                 notify(self.observer.on_request, event)
 
-    async def aclose(self, *, deadline: float) -> None:
-        """Wait for the requests in flight until ``deadline`` (the running loop's clock), then
-        refuse new ones. The tables stay readable through `items()`."""
+    async def aclose(self, *, timeout_secs: float) -> None:
+        """Wait for the requests in flight (at most ``timeout_secs``), then refuse new ones.
+        The tables stay readable through `items()`."""
         if self._in_flight:
-            loop = asyncio.get_running_loop()
             self._drained = asyncio.Event()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._drained.wait(), max(0.0, deadline - loop.time()))
+                await asyncio.wait_for(self._drained.wait(), max(0.0, timeout_secs))
         self._closed = True
 
     # --- faults ------------------------------------------------------------------------------

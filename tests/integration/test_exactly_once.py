@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from checks import assert_exactly, counter_item
+from checks import SleepHook, assert_exactly, counter_item
 
 from aioseq import (
     CounterStatistics,
@@ -25,7 +25,9 @@ from aioseq import (
     RetriesExhausted,
     RetryPolicy,
 )
+from aioseq._store import DEFAULT_IDLE_SECS
 from aioseq._workload import stored_numbers
+from aioseq.clock import Clock
 from aioseq.config import RECENT_WRITES, TOKEN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.strategies.optimistic import WriteForm
 from aioseq.strategies.transactional import ItemSpec
@@ -54,8 +56,17 @@ def proxy(aioseq_endpoint: str) -> Iterator[FaultProxy]:
         yield running
 
 
-async def through(proxy: FaultProxy, table: Any, policy: RetryPolicy = FAST) -> DynamoStore:
-    return await DynamoStore.open(table=table, endpoint_url=proxy.endpoint_url, retry_policy=policy)
+async def through(
+    proxy: FaultProxy, table: Any, policy: RetryPolicy = FAST, clock: Clock | None = None
+) -> DynamoStore:
+    # (With a clock of the test's, no idle sweeper: its sleeps would run the test's hook.)
+    return await DynamoStore.open(
+        table=table,
+        endpoint_url=proxy.endpoint_url,
+        retry_policy=policy,
+        clock=clock,
+        idle_secs=None if clock else DEFAULT_IDLE_SECS,
+    )
 
 
 @pytest.fixture
@@ -129,8 +140,10 @@ async def take_while_rivals_write(
             rival_numbers.append(await rival.next())
 
     proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
-    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
-    async with await through(proxy, aioseq_store.table, policy) as store:
+    policy = RetryPolicy(max_attempts=5)
+    async with await through(
+        proxy, aioseq_store.table, policy, SleepHook(rival_writes_while_we_wait)
+    ) as store:
         counter = store.optimistic_counter("c")
         return await counter.next(), rival_numbers, counter
 
@@ -176,8 +189,10 @@ async def test_optimistic_write_whose_callers_left_is_counted_only_if_it_may_be_
         await asyncio.sleep(0)
 
     proxy.set_schedule(schedule(fault, operations={"UpdateItem"}))
-    policy = RetryPolicy(max_attempts=5, sleep=caller_leaves_during_the_backoff)
-    async with await through(proxy, aioseq_store.table, policy) as store:
+    policy = RetryPolicy(max_attempts=5)
+    async with await through(
+        proxy, aioseq_store.table, policy, SleepHook(caller_leaves_during_the_backoff)
+    ) as store:
         counter = store.optimistic_counter("c")
         first = asyncio.ensure_future(counter.next())
         with pytest.raises(asyncio.CancelledError):
@@ -215,8 +230,10 @@ async def test_gapless_lost_answer_among_rival_writes(
             rival_numbers.append(await rival.put(lambda n: {"pk": "c", "sk": n}))
 
     proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
-    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
-    async with await through(proxy, aioseq_store.table, policy) as store:
+    policy = RetryPolicy(max_attempts=5)
+    async with await through(
+        proxy, aioseq_store.table, policy, SleepHook(rival_writes_while_we_wait)
+    ) as store:
         assert await store.transactional_counter("c").put(lambda n: {"pk": "c", "sk": n}) == 1
     assert rival_numbers == [2, 3, 4]
     assert sorted(await stored_numbers(aioseq_store, "c")) == [1, 2, 3, 4]
@@ -256,8 +273,10 @@ async def put_while_rivals_write(
             rival_numbers.append(await rival.put(lambda n: {"pk": "c", "sk": n}))
 
     proxy.set_schedule(schedule("response-lost", operations={"TransactWriteItems"}))
-    policy = RetryPolicy(max_attempts=5, sleep=rival_writes_while_we_wait)
-    async with await through(proxy, aioseq_store.table, policy) as store:
+    policy = RetryPolicy(max_attempts=5)
+    async with await through(
+        proxy, aioseq_store.table, policy, SleepHook(rival_writes_while_we_wait)
+    ) as store:
         invoices = store.transactional_counter("c", group=group)
         try:
             return await invoices.put(item), invoices.statistics()

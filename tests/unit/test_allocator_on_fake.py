@@ -14,7 +14,7 @@ from aioseq import (
     NumberingMismatch,
     NumberOutOfRange,
 )
-from aioseq.testing import FakeDynamoDB
+from aioseq.testing import FakeDynamoDB, ManualClock
 
 TABLE = "aioseq"
 
@@ -24,16 +24,6 @@ def counter_value(fake: FakeDynamoDB, key: str) -> int | None:
         if item["pk"] == {"S": key} and item["sk"] == {"N": "0"}:
             return int(item["value"]["N"])
     return None
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # --- block arithmetic ------------------------------------------------------------------------
@@ -123,8 +113,9 @@ async def test_prefetch_reserves_the_next_block_before_it_is_needed(
     assert [await blocks.next() for _ in range(14)] == list(range(7, 21))
 
 
-async def test_demand_sized_blocks_double_then_halve_at_most(fake_store: DynamoStore) -> None:
-    clock = Clock()
+async def test_demand_sized_blocks_double_then_halve_at_most(
+    fake_store: DynamoStore, clock: ManualClock
+) -> None:
     blocks = fake_store.block_allocator(
         "k",
         block_size=10,
@@ -132,16 +123,15 @@ async def test_demand_sized_blocks_double_then_halve_at_most(fake_store: DynamoS
         max_block_size=1000,
         target_refill_interval_secs=10.0,
         prefetch_at=0,
-        clock=clock,
     )
     for _ in range(10):
         await blocks.next()
-    clock.now = 1.0  # 10 numbers in 1 s, a 10 s target: 100 wanted, at most doubled
+    clock.advance(1.0)  # 10 numbers in 1 s, a 10 s target: 100 wanted, at most doubled
     await blocks.next()
     assert blocks.statistics().block_size == 20
     for _ in range(19):
         await blocks.next()
-    clock.now = 1001.0  # 20 numbers in 1000 s: 0.2 wanted, at most halved
+    clock.advance(1000.0)  # 20 numbers in 1000 s: 0.2 wanted, at most halved
     await blocks.next()
     assert blocks.statistics().block_size == 10
     assert blocks.statistics().reserved == 40

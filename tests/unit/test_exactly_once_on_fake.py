@@ -9,9 +9,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from checks import assert_distinct, assert_exactly
+from checks import SleepHook, assert_distinct, assert_exactly
 
 from aioseq import DynamoStore, ItemAlreadyExists, RetriesExhausted, RetryPolicy
+from aioseq.clock import Clock
 from aioseq.config import RECENT_WRITES, WRITES_ATTRIBUTE
 from aioseq.strategies.optimistic import WriteForm
 from aioseq.testing import FakeDynamoDB, FaultSchedule
@@ -35,8 +36,11 @@ def counter_item(fake: FakeDynamoDB, key: str) -> dict[str, Any]:
     return found[0]
 
 
-async def open_store(fake: FakeDynamoDB, policy: RetryPolicy = NO_WAIT) -> DynamoStore:
-    store = DynamoStore(transport=fake, retry_policy=policy)
+async def open_store(
+    fake: FakeDynamoDB, policy: RetryPolicy = NO_WAIT, clock: Clock | None = None
+) -> DynamoStore:
+    # (No idle sweeper: its sleeps would run a test's hook.)
+    store = DynamoStore(transport=fake, retry_policy=policy, clock=clock, idle_secs=None)
     await store.create_table()
     fake.reset()
     return store
@@ -112,8 +116,10 @@ async def test_optimistic_lost_answer_found_among_rival_writes(fake: FakeDynamoD
             while len(rivals) < 3:
                 rivals.append(await rival.next())
 
-        policy = RetryPolicy(max_attempts=5, sleep=rival_writes)
-        async with DynamoStore(transport=fake, retry_policy=policy) as store:
+        policy = RetryPolicy(max_attempts=5)
+        async with DynamoStore(
+            transport=fake, retry_policy=policy, clock=SleepHook(rival_writes), idle_secs=None
+        ) as store:
             fake.inject("response-lost", operation="UpdateItem")
             counter = store.optimistic_counter("c")
             assert await counter.next() == 1
@@ -132,8 +138,10 @@ async def test_optimistic_lost_answer_beyond_the_ring_is_counted_never_doubled(
             while len(rivals) < RECENT_WRITES:
                 rivals.append(await rival.next())
 
-        policy = RetryPolicy(max_attempts=5, sleep=rival_writes)
-        async with DynamoStore(transport=fake, retry_policy=policy) as store:
+        policy = RetryPolicy(max_attempts=5)
+        async with DynamoStore(
+            transport=fake, retry_policy=policy, clock=SleepHook(rival_writes), idle_secs=None
+        ) as store:
             fake.inject("response-lost", operation="UpdateItem")
             counter = store.optimistic_counter("c")
             mine = await counter.next()
@@ -158,8 +166,9 @@ async def test_optimistic_write_whose_callers_left_is_counted_only_if_it_may_be_
             first.cancel()
         await asyncio.sleep(0)
 
-    policy = RetryPolicy(max_attempts=5, sleep=caller_leaves_during_the_backoff)
-    async with await open_store(fake, policy) as store:
+    policy = RetryPolicy(max_attempts=5)
+    hook = SleepHook(caller_leaves_during_the_backoff)
+    async with await open_store(fake, policy, hook) as store:
         counter = store.optimistic_counter("c")
         fake.inject(fault, operation="UpdateItem")
         first = asyncio.ensure_future(counter.next())
@@ -239,8 +248,10 @@ async def put_while_rivals_write(fake: FakeDynamoDB, item: Any, *, group: bool) 
             while len(rivals) < RECENT_WRITES:
                 rivals.append(await rival.put(numbered))
 
-        policy = RetryPolicy(max_attempts=5, sleep=rival_writes)
-        async with DynamoStore(transport=fake, retry_policy=policy) as store:
+        policy = RetryPolicy(max_attempts=5)
+        async with DynamoStore(
+            transport=fake, retry_policy=policy, clock=SleepHook(rival_writes), idle_secs=None
+        ) as store:
             fake.inject("response-lost", operation="TransactWriteItems")
             invoices = store.transactional_counter("c", group=group)
             try:

@@ -7,39 +7,31 @@ import asyncio
 
 import pytest
 from botocore.exceptions import ParamValidationError
+from checks import SleepHook
 
 from aioseq import ConnectionFailed, DynamoStore, RetriesExhausted, RetryPolicy
 from aioseq._retry import RetryEngine, Verdict
 from aioseq._transport import BotocoreTransport
+from aioseq.testing import ManualClock
 
 #: Nothing listens on port 1: every request fails to connect, at once.
 REFUSING_ENDPOINT = "http://127.0.0.1:1"
 
 
-class FakeSleep:
-    """Records the waits the retry policy asks for instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 async def test_transient_errors_are_retried_with_jitter_then_exhausted() -> None:
-    sleep = FakeSleep()
-    policy = RetryPolicy(
-        max_attempts=4, initial_backoff_secs=0.1, max_backoff_secs=0.4, sleep=sleep
-    )
-    async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT, retry_policy=policy) as store:
+    clock = ManualClock()  # records the waits; no real one
+    policy = RetryPolicy(max_attempts=4, initial_backoff_secs=0.1, max_backoff_secs=0.4)
+    async with DynamoStore.open(
+        endpoint_url=REFUSING_ENDPOINT, retry_policy=policy, clock=clock, idle_secs=None
+    ) as store:
         counter = store.atomic_counter("k")
         with pytest.raises(RetriesExhausted) as caught:
             await counter.next()
     assert caught.value.attempts == 4
     assert isinstance(caught.value.last_error, ConnectionFailed)
     assert caught.value.__cause__ is caught.value.last_error
-    assert len(sleep.waits) == 3
-    assert all(0 <= w <= 0.4 for w in sleep.waits)
+    assert len(clock.slept) == 3
+    assert all(0 <= w <= 0.4 for w in clock.slept)
     assert counter.statistics().retries
     assert store.requests["UpdateItem"] == 4
 
@@ -51,8 +43,13 @@ async def test_cancellation_during_a_retry_wait_propagates() -> None:
         waiting.set()
         await asyncio.sleep(3600)
 
-    policy = RetryPolicy(max_attempts=100, sleep=long_sleep)
-    async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT, retry_policy=policy) as store:
+    policy = RetryPolicy(max_attempts=100)
+    async with DynamoStore.open(
+        endpoint_url=REFUSING_ENDPOINT,
+        retry_policy=policy,
+        clock=SleepHook(long_sleep),
+        idle_secs=None,
+    ) as store:
         task = asyncio.create_task(store.atomic_counter("k").next())
         await asyncio.wait_for(waiting.wait(), timeout=30)
         task.cancel()
@@ -66,9 +63,8 @@ async def test_only_failures_that_ask_for_a_backoff_lengthen_it() -> None:
     """Lost races retried at once and pauses in a counter's queue do not grow the backoff of
     a transient error that follows them in the same call (a long backoff there lets the
     counter's ring of recent writes be overwritten before a resend can be judged)."""
-    sleep = FakeSleep()
-    policy = RetryPolicy(max_attempts=20, initial_backoff_secs=0.001, sleep=sleep)
-    engine = RetryEngine(policy)
+    clock = ManualClock()
+    engine = RetryEngine(RetryPolicy(max_attempts=20, initial_backoff_secs=0.001), clock=clock)
     verdicts = [Verdict.RETRY_NOW] * 8 + [Verdict.YIELD] * 4 + [Verdict.RETRY, Verdict.RETRY]
     failures = iter(range(len(verdicts)))
 
@@ -82,9 +78,9 @@ async def test_only_failures_that_ask_for_a_backoff_lengthen_it() -> None:
         return verdicts[int(str(exc))]
 
     assert await engine.run(attempt, classify=classify, pause_secs=lambda: 0.0005) == 1
-    assert sleep.waits[:8] == [0.0] * 8
-    assert all(0.00045 <= w <= 0.00055 for w in sleep.waits[8:12])
-    first, second = sleep.waits[12:]
+    assert clock.slept[:8] == [0.0] * 8
+    assert all(0.00045 <= w <= 0.00055 for w in clock.slept[8:12])
+    first, second = clock.slept[12:]
     assert 0 <= first <= 0.001 and 0 <= second <= 0.002  # 2**0 and 2**1, not 2**12
 
 
