@@ -71,6 +71,7 @@ async def test_make_taker_dispatches_through_the_table() -> None:
     async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as store:
         for facts in STRATEGIES:
             taker = make_taker(store, facts.name, f"k-{facts.name}")
+            make_taker(store, facts.name, f"off-{facts.name}", group=False)  # where it can be
             made = getattr(store, facts.factory)(f"k-{facts.name}")  # the object the store shares
             assert taker.counter is (made.counter if taker.aclose is not None else made)
         assert store.requests.total() == 0
