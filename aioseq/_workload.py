@@ -15,24 +15,24 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from aioseq._store import DynamoStore
+from aioseq._strategy_table import STRATEGIES, StrategyFacts, strategy_named
 from aioseq._values import check_count
+from aioseq.allocator import BlockAllocator
 from aioseq.errors import ConfigurationError
 from aioseq.strategies._base import Strategy
+from aioseq.strategies.sort_key import SortKeyCounter
 
 __all__ = [
-    "GAPLESS_STRATEGIES",
-    "GROUPED_STRATEGIES",
     "PAYLOAD_ATTRIBUTE",
-    "STRATEGIES",
     "Check",
     "Run",
-    "StrategyName",
     "Taken",
     "Taker",
     "check_numbers",
+    "factory_taker",
     "make_taker",
     "run_workload",
     "stored_numbers",
@@ -41,18 +41,6 @@ __all__ = [
     "take_numbers",
 ]
 
-StrategyName = Literal["atomic", "allocator", "optimistic", "sort-key", "transactional"]
-STRATEGIES: tuple[StrategyName, ...] = (
-    "atomic",
-    "allocator",
-    "optimistic",
-    "sort-key",
-    "transactional",
-)
-#: Strategies that promise no gaps among stored items.
-GAPLESS_STRATEGIES: frozenset[str] = frozenset({"sort-key", "transactional"})
-#: Strategies with a group-commit mode.
-GROUPED_STRATEGIES: frozenset[str] = frozenset({"optimistic", "sort-key", "transactional"})
 #: The attribute of each item the item-writing strategies store here: the payload of the call
 #: that stored it (a string unique to that call), so a checker can tell one call's item from
 #: another's, and an item stored twice.
@@ -97,12 +85,13 @@ def make_taker(
     stride: int = 1,
     offset: int = 1,
 ) -> Taker:
-    """A counter object for ``strategy`` on ``key``. The item-writing strategies store a small
-    item ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
+    """A counter object for ``strategy`` (a name of `aioseq._strategy_table.STRATEGIES`) on
+    ``key``. The item-writing strategies store a small item
+    ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
     `PAYLOAD_ATTRIBUTE`), in the collection whose counter item (if any) is
     ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
     with ``fixed_block_size``). ``group``: group commit on (``True``) or off (``False``) for the
-    strategies in `GROUPED_STRATEGIES`; ``None`` takes the library's default, which is on.
+    grouped strategies; ``None`` takes the library's default, which is on.
 
     ``payload_prefix`` starts the payloads of `Taker.take`'s calls
     (``<prefix>/<n>``); by default ``<process>/<8 random hex digits>``, the process being the
@@ -119,73 +108,90 @@ def make_taker(
             that has no group mode, or a ``stride`` or ``offset`` other than 1 for a strategy
             other than the allocator.
     """
-    if strategy != "allocator" and (stride, offset) != (1, 1):
+    facts = strategy_named(strategy)
+    allocator = facts.cls is BlockAllocator
+    if not allocator and (stride, offset) != (1, 1):
         raise ConfigurationError(
             f"only the allocator takes a stride and an offset; {strategy} numbers 1, 2, 3, ..."
         )
-    if group and strategy not in GROUPED_STRATEGIES:
+    if group and not facts.grouped:
+        grouped = sorted(s.name for s in STRATEGIES if s.grouped)
         raise ConfigurationError(
-            f"{strategy} has no group mode; those that do: {', '.join(sorted(GROUPED_STRATEGIES))}"
+            f"{strategy} has no group mode; those that do: {', '.join(grouped)}"
         )
-    grouping: dict[str, Any] = {} if group is None else {"group": group}  # None: the default
-    table = store.table
-    if strategy == "atomic":
-        atomic = store.atomic_counter(key)
-        return Taker(atomic.next, lambda payload: atomic.next(), atomic, atomic.current)
-    if strategy == "allocator":
+    options: dict[str, Any] = {}
+    if allocator:
+        options.update(block_size=block_size, stride=stride, offset=offset)
         if fixed_block_size:
-            allocator = store.block_allocator(
-                key,
-                block_size=block_size,
-                target_refill_interval_secs=None,
-                stride=stride,
-                offset=offset,
-            )
-        else:
-            allocator = store.block_allocator(
-                key, block_size=block_size, stride=stride, offset=offset
-            )
+            options["target_refill_interval_secs"] = None
+    elif facts.grouped and group is not None:  # None: the library's default
+        options["group"] = group
+    prefix = payload_prefix or f"{_process_label(store)}/{uuid.uuid4().hex[:8]}"
+    return factory_taker(store, facts, key, options, payload_prefix=prefix)
+
+
+def factory_taker(
+    store: DynamoStore,
+    strategy: str | StrategyFacts,
+    key: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    payload_prefix: str | None = None,
+) -> Taker:
+    """``store.<factory>(key, **options)`` for ``strategy`` (its name or its row of
+    `aioseq._strategy_table.STRATEGIES`), made as an application makes it (no options: the
+    library's defaults), seen as a `Taker`.
+
+    The item-writing strategies' `Taker.take` stores ``{pk: key, sk: n}`` (the sort-key
+    strategy adds its token), plus ``payload: <payload_prefix>/<n>`` for the n-th call when
+    ``payload_prefix`` is given (`make_taker()` always gives one).
+
+    Raises:
+        ConfigurationError: an unknown strategy, or options its factory refuses.
+    """
+    facts = strategy if isinstance(strategy, StrategyFacts) else strategy_named(strategy)
+    made: Any = getattr(store, facts.factory)(key, **(options or {}))
+    if not facts.writes_items:
+        counter: Strategy = made.counter if facts.cls is BlockAllocator else made
         return Taker(
-            allocator.next,
-            lambda payload: allocator.next(),
-            allocator.counter,
-            allocator.current,
-            allocator.aclose,
-        )
-    if strategy == "optimistic":
-        optimistic = store.optimistic_counter(key, **grouping)
-        return Taker(
-            optimistic.next, lambda payload: optimistic.next(), optimistic, optimistic.current
+            made.next,
+            lambda payload: made.next(),
+            counter,
+            made.current,
+            made.aclose if facts.cls is BlockAllocator else None,
         )
     put: Callable[[str], Awaitable[int]]
-    if strategy == "sort-key":
-        sort_key = store.sort_key_counter(key, **grouping)
-        counter: Strategy = sort_key
+    bare: Take
+    if facts.cls is SortKeyCounter:
 
         async def put(payload: str) -> int:
-            return await sort_key.put({PAYLOAD_ATTRIBUTE: payload})
+            number: int = await made.put({PAYLOAD_ATTRIBUTE: payload})
+            return number
 
-    elif strategy == "transactional":
-        gapless = store.transactional_counter(key, **grouping)
-        counter = gapless
-        sort_key_name = table.sort_key or "sk"
+        bare = made.put
+    else:  # the transactional counter: the item, as a function of its number
+        table = store.table
+        sort_key = table.sort_key or "sk"
 
         async def put(payload: str) -> int:
-            return await gapless.put(
-                lambda n: {table.partition_key: key, sort_key_name: n, PAYLOAD_ATTRIBUTE: payload}
+            number: int = await made.put(
+                lambda n: {table.partition_key: key, sort_key: n, PAYLOAD_ATTRIBUTE: payload}
             )
+            return number
 
+        async def bare() -> int:
+            number: int = await made.put(lambda n: {table.partition_key: key, sort_key: n})
+            return number
+
+    if payload_prefix is None:
+        take = bare
     else:
-        raise ConfigurationError(
-            f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}"
-        )
-    prefix = payload_prefix or f"{_process_label(store)}/{uuid.uuid4().hex[:8]}"
-    calls = itertools.count(1)
+        calls = itertools.count(1)
 
-    async def take() -> int:
-        return await put(f"{prefix}/{next(calls)}")
+        async def take() -> int:
+            return await put(f"{payload_prefix}/{next(calls)}")
 
-    return Taker(take, put, counter, counter.current)
+    return Taker(take, put, made, made.current)
 
 
 def _process_label(store: DynamoStore) -> str:
@@ -302,7 +308,7 @@ async def run_workload(
 
     Parameters:
         store: the store to use.
-        strategy: one of `STRATEGIES`.
+        strategy: a name of `aioseq._strategy_table.STRATEGIES`.
         key: the counter key.
         count, concurrency, instances: positive ints.
         block_size: the allocator's first block size.

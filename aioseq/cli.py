@@ -26,7 +26,8 @@ from typing import Any
 
 from aioseq import __version__, admin
 from aioseq._store import DynamoStore
-from aioseq._workload import STRATEGIES, make_taker, run_workload
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES
+from aioseq._workload import make_taker, run_workload
 from aioseq.admin import CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
 from aioseq.errors import ConfigurationError, CounterNotFound, TableNotFound
@@ -77,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "next", parents=[common], help="take numbers from a counter and print them, one per line"
     )
     take.add_argument("key", metavar="KEY", help="the counter key")
-    take.add_argument("--strategy", choices=STRATEGIES, default="atomic")
+    take.add_argument("--strategy", choices=STRATEGY_NAMES, default="atomic")
     take.add_argument("--count", type=int, default=1, metavar="N", help="numbers to take (1)")
     take.add_argument(
         "--concurrency", type=int, default=1, metavar="C", help="concurrent tasks (1)"
@@ -107,15 +108,15 @@ def _parser() -> argparse.ArgumentParser:
         "--group",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="optimistic, sort-key, transactional: group commit of concurrent calls "
-        "(on by default; --no-group turns it off)",
+        help=f"{', '.join(s.name for s in STRATEGIES if s.grouped)}: group commit of "
+        "concurrent calls (on by default; --no-group turns it off)",
     )
 
     current = commands.add_parser("current", parents=[common], help="print a counter's value")
     current.add_argument("key", metavar="KEY", help="the counter key")
     current.add_argument(
         "--strategy",
-        choices=STRATEGIES,
+        choices=STRATEGY_NAMES,
         default="atomic",
         help="sort-key: the highest sort key; others: the counter item's value",
     )
@@ -139,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "--strategy",
         dest="strategies",
         action="append",
-        choices=STRATEGIES,
+        choices=STRATEGY_NAMES,
         help="run only this strategy (repeatable)",
     )
     demo.add_argument(
@@ -311,7 +312,7 @@ async def _demo(args: argparse.Namespace) -> int:
             count=args.count,
             concurrency=args.concurrency,
             instances=args.instances,
-            strategies=args.strategies or STRATEGIES,
+            strategies=args.strategies or STRATEGY_NAMES,
             fresh_table=embedded,
             keep=args.keep,
         )

@@ -8,15 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aioseq._store import DynamoStore
+from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
 from aioseq._values import check_count
-from aioseq._workload import (
-    GAPLESS_STRATEGIES,
-    GROUPED_STRATEGIES,
-    STRATEGIES,
-    check_numbers,
-    run_workload,
-    stored_payloads,
-)
+from aioseq._workload import check_numbers, run_workload, stored_payloads
 from aioseq.config import TableSpec
 
 __all__ = [
@@ -106,7 +100,7 @@ async def run_demo(
     count: int,
     concurrency: int,
     instances: int,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] = STRATEGY_NAMES,
     fresh_table: bool = False,
     keep: bool = False,
 ) -> list[DemoRow]:
@@ -130,11 +124,12 @@ async def run_demo(
         table=table, endpoint_url=endpoint_url, region_name=region_name
     ) as shared:
         variants = [
-            (strategy, group)
-            for strategy in strategies
-            for group in ((True, False) if strategy in GROUPED_STRATEGIES else (None,))
+            (facts, group)
+            for facts in map(strategy_named, strategies)
+            for group in ((True, False) if facts.grouped else (None,))
         ]
-        for strategy, group in variants:
+        for facts, group in variants:
+            strategy = facts.name
             suffix = "-ungrouped" if group is False else ""
             label = f"{strategy} --no-group" if group is False else strategy
             key = f"demo-{run_id}-{strategy}{suffix}"
@@ -153,7 +148,7 @@ async def run_demo(
                 group=group,
             )
             # number -> payload, so that an item stored twice fails the check too
-            stored = await stored_payloads(store, key) if strategy in GAPLESS_STRATEGIES else None
+            stored = await stored_payloads(store, key) if facts.writes_items else None
             check = check_numbers(run.numbers, stored)
             rows.append(
                 DemoRow(
@@ -166,7 +161,7 @@ async def run_demo(
                     gaps=check.gaps,
                     duplicates=check.duplicates,
                     mismatched_items=check.mismatched_items,
-                    gapless=strategy in GAPLESS_STRATEGIES,
+                    gapless=facts.gapless,
                 )
             )
             if not keep and not fresh_table:

@@ -1,15 +1,58 @@
-"""What every benchmark report starts with: when, where, which versions."""
+"""What every benchmark shares: the options that say where to measure and where the files go,
+and what every report starts with (when, where, which versions)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+#: Where the reports go by default: ``benchmarks/results``.
+RESULTS = Path(__file__).parent / "results"
+
+#: The servers a benchmark can start (``--server``).
+SERVERS = ("moto", "dynamodb-local")
+
+
+def parser(
+    prog: str, description: str | None, *, endpoint_url: bool = True
+) -> argparse.ArgumentParser:
+    """A benchmark's command line with the options every benchmark takes: ``--server``,
+    ``--endpoint-url`` (unless ``endpoint_url`` is false: the benchmark starts its own
+    server) and ``--out``; the benchmark adds its own."""
+    made = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    made.add_argument("--server", choices=SERVERS, default="moto")
+    if endpoint_url:
+        made.add_argument("--endpoint-url", help="measure this server instead of starting one")
+    made.add_argument("--out", type=Path, default=RESULTS, help="where the files go")
+    return made
+
+
+def comma_separated(
+    choices: Sequence[str], what: str = "strategies"
+) -> Callable[[str], tuple[str, ...]]:
+    """An argparse ``type``: a comma-separated list of some of ``choices``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(part.strip() for part in text.split(",") if part.strip())
+        unknown = set(names) - set(choices)
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {sorted(unknown)}; choose from {', '.join(choices)}"
+            )
+        return names
+
+    return parse
+
 
 #: The distributions whose versions a report records.
 PACKAGES = (

@@ -42,6 +42,7 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from aioseq import DynamoStore
+from benchmarks import _report
 from benchmarks import variants as variants_module
 from benchmarks._report import header
 from benchmarks.hot_path import measure_hot_path
@@ -50,8 +51,6 @@ from benchmarks.row import process_pool, run_row, server
 from benchmarks.variants import Variant
 
 __all__ = ["Options", "Row", "main", "run"]
-
-RESULTS = Path(__file__).parent / "results"
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -376,24 +375,8 @@ def _positive_ints(text: str) -> tuple[int, ...]:
     return values
 
 
-def _names(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = set(names) - set(variants_module.NAMES)
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown strategies {sorted(unknown)}; choose from {', '.join(variants_module.NAMES)}"
-        )
-    return names
-
-
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
-    parser.add_argument("--endpoint-url", help="measure this server instead of starting one")
+    parser = _report.parser("python -m benchmarks", __doc__)
     parser.add_argument(
         "--concurrency", type=_positive_ints, help="tasks per row, e.g. 1,16,128,1024"
     )
@@ -402,14 +385,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--row-secs", type=float, help="a row starts no call after this")
     parser.add_argument(
         "--strategies",
-        type=_names,
+        type=_report.comma_separated(variants_module.NAMES),
         help=f"comma-separated, from {','.join(variants_module.NAMES)} (atomic is always run)",
     )
     parser.add_argument("--block-sizes", type=_positive_ints, help="allocator blocks")
     parser.add_argument("--warmup-secs", type=float, help="untimed traffic first")
     parser.add_argument("--hot-calls", type=int, help="calls per round of the hot-path test")
     parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where the files go")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

@@ -27,7 +27,6 @@ Load on the machine (``uptime``) is recorded at the start and the end. Writes
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import statistics
@@ -36,13 +35,13 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq.testing.capacity import CapacityModel
+from benchmarks import _report
 from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import Bench, CapacityProxy, Result, server_pid
 from benchmarks.defaults.options import Options, defaults
@@ -51,7 +50,6 @@ from benchmarks.variants import _client_arguments, client_config, session
 
 STRATEGIES = ("transactional", "sort-key", "optimistic")
 SECTIONS = ("processes", "hot", "raw")
-RESULTS = Path(__file__).parent / "results"
 
 
 @dataclass(frozen=True)
@@ -424,18 +422,16 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.fairness",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
+    parser = _report.parser("python -m benchmarks.fairness", __doc__, endpoint_url=False)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--row-secs", type=float)
-    parser.add_argument("--sections", help=",".join(SECTIONS))
-    parser.add_argument("--strategies", help=",".join(STRATEGIES))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--sections", type=_report.comma_separated(SECTIONS, "sections"), help=",".join(SECTIONS)
+    )
+    parser.add_argument(
+        "--strategies", type=_report.comma_separated(STRATEGIES), help=",".join(STRATEGIES)
+    )
     args = parser.parse_args(arguments)
     s = QUICK if args.quick else Settings()
     if args.rounds:
@@ -443,9 +439,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.row_secs:
         s = replace(s, row_secs=args.row_secs)
     if args.sections:
-        s = replace(s, sections=tuple(args.sections.split(",")))
+        s = replace(s, sections=args.sections)
     if args.strategies:
-        s = replace(s, strategies=tuple(args.strategies.split(",")))
+        s = replace(s, strategies=args.strategies)
     wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
     report: dict[str, Any] = {
         "command": f"{wrapper}.venv/bin/python -m benchmarks.fairness {' '.join(arguments)}",

@@ -38,7 +38,6 @@ The scenario pieces (`Load`, `drive()`, `Served`, `standstill_secs()`, `exactnes
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
@@ -51,20 +50,19 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from aioseq import DynamoStore
 from aioseq._workload import PAYLOAD_ATTRIBUTE, stored_payloads
 from aioseq.config import TURN_ATTRIBUTE
 from aioseq.testing.capacity import CapacityModel
+from benchmarks import _report
 from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import CapacityProxy
 from benchmarks.row import server
 
 STRATEGIES = ("optimistic", "transactional")
 SECTIONS = ("deadlines", "killed", "far")
-RESULTS = Path(__file__).parent / "results"
 
 #: The issue's goals.
 MIN_CALLS = {"optimistic": 2_000, "transactional": 500}  # 0.1 s deadlines, grouped, 10 s
@@ -677,25 +675,23 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.liveness",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = _report.parser("python -m benchmarks.liveness", __doc__, endpoint_url=False)
+    parser.add_argument(
+        "--sections", type=_report.comma_separated(SECTIONS, "sections"), help=",".join(SECTIONS)
     )
-    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
-    parser.add_argument("--sections", help=",".join(SECTIONS))
-    parser.add_argument("--strategies", help=",".join(STRATEGIES))
+    parser.add_argument(
+        "--strategies", type=_report.comma_separated(STRATEGIES), help=",".join(STRATEGIES)
+    )
     parser.add_argument("--processes", type=int)
     parser.add_argument("--tasks", type=int)
     parser.add_argument("--secs", type=float, help="each deadlines row (10)")
     parser.add_argument("--deadlines", help="seconds, comma-separated (0.1,0.03)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(arguments)
     s = Settings()
     if args.sections:
-        s = replace(s, sections=tuple(args.sections.split(",")))
+        s = replace(s, sections=args.sections)
     if args.strategies:
-        s = replace(s, strategies=tuple(args.strategies.split(",")))
+        s = replace(s, strategies=args.strategies)
     if args.processes:
         s = replace(s, processes=args.processes)
     if args.tasks:

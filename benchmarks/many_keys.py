@@ -55,8 +55,8 @@ from tabulate import tabulate
 from aioseq import DynamoStore
 from aioseq._workload import check_numbers, stored_numbers, take_numbers
 from aioseq.admin import list_counters
+from benchmarks import _report
 from benchmarks._report import header
-from benchmarks.contention import RESULTS
 from benchmarks.row import server
 
 __all__ = ["QUICK", "Options", "Target", "main", "run"]
@@ -787,13 +787,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.many_keys",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
-    parser.add_argument("--endpoint-url", help="measure this server instead of starting one")
+    parser = _report.parser("python -m benchmarks.many_keys", __doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes: the smoke test")
     parser.add_argument(
         "--keys",
@@ -813,7 +807,6 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="section 3 measures the resident set only (tracemalloc slows allocations)",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where the files go")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return parser
 

@@ -4,7 +4,8 @@ the same way, with the DynamoDB requests it sends counted at its own client.
 - aioseq's strategies, through :func:`aioseq._workload.make_taker` (the allocator with fixed
   blocks, one variant per block size; the strategies with group commit without and with it);
 - aioseq's strategies made as an application makes them, ``store.transactional_counter(key)`` with
-  the library's defaults or with chosen options (:class:`FactoryVariant`);
+  the library's defaults or with chosen options (:class:`FactoryVariant`, through
+  :func:`aioseq._workload.factory_taker`);
 - a raw aiobotocore ``UpdateItem``: the seed article's request, and with the parts aioseq's
   atomic counter adds, up to its whole request, sent without aioseq (:class:`RawUpdateItemVariant`);
 - a bare in-memory ``async def next()`` counter: what the event loop alone can do;
@@ -30,7 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypedDict
 
 import aioboto3
 import boto3  # type: ignore[import-untyped]
@@ -38,8 +39,9 @@ from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq._client import LOCAL_CREDENTIALS, LOCAL_REGION
+from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
 from aioseq._values import NUMBERING_ATTRIBUTE, parse_counter
-from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, make_taker, stored_numbers
+from aioseq._workload import Taker, factory_taker, make_taker, stored_numbers
 
 __all__ = [
     "NAMES",
@@ -51,26 +53,20 @@ __all__ = [
     "FactoryVariant",
     "PeerVariant",
     "Place",
+    "Promises",
     "RawUpdateItemVariant",
     "Variant",
     "client_config",
+    "promises",
     "select",
     "update_request",
 ]
 
 Take = Callable[[], Awaitable[int]]
 
-#: What ``--strategies`` chooses from, in the order of the report.
-NAMES = (
-    "bare",
-    "boto3",
-    "atomic",
-    "allocator",
-    "optimistic",
-    "sort-key",
-    "transactional",
-    "dynamodb-autoincrement",
-)
+#: What ``--strategies`` chooses from, in the order of the report: the baselines around
+#: aioseq's strategies (:data:`aioseq._strategy_table.STRATEGIES`).
+NAMES = ("bare", "boto3", *STRATEGY_NAMES, "dynamodb-autoincrement")
 
 
 @dataclass(frozen=True)
@@ -181,28 +177,53 @@ def _client_arguments(
     return arguments
 
 
+class Promises(TypedDict):
+    """What a :class:`Variant` promises, as its fields."""
+
+    gapless: bool
+    writes_items: bool
+
+
+def promises(strategy: str) -> Promises:
+    """The :class:`Variant` fields of aioseq's ``strategy``, from its row of the strategy table:
+    ``gapless`` (no gaps among the numbers handed out, a lost answer aside: this benchmark
+    injects none) and ``writes_items``."""
+    facts = strategy_named(strategy)
+    return Promises(gapless=facts.gapless_handed_out, writes_items=facts.writes_items)
+
+
 @dataclass(frozen=True)
 class AioseqVariant(Variant):
-    """An aioseq strategy (:data:`aioseq._workload.STRATEGIES`), one counter object per process
-    on its own :class:`~aioseq.DynamoStore` (one pooled aiobotocore client)."""
+    """An aioseq strategy (:data:`aioseq._strategy_table.STRATEGIES`), one counter object per
+    process on its own :class:`~aioseq.DynamoStore` (one pooled aiobotocore client), through
+    :func:`aioseq._workload.make_taker`."""
 
     strategy: str = "atomic"
     group: bool = False
     block_size: int = 100
+    #: What ``DynamoStore.open`` is given beyond the place (e.g. a ``retry_policy``).
+    store_options: tuple[tuple[str, Any], ...] = ()
+
+    def taker(self, store: DynamoStore, key: str) -> Taker:
+        """The counter object of one contender."""
+        return make_taker(
+            store,
+            self.strategy,
+            key,
+            block_size=self.block_size,
+            fixed_block_size=True,
+            group=self.group,
+        )
 
     @contextlib.asynccontextmanager
     async def contender(self, place: Place) -> AsyncIterator[Contender]:
         async with DynamoStore.open(
-            table=place.table, endpoint_url=place.endpoint_url, session=session()
+            table=place.table,
+            endpoint_url=place.endpoint_url,
+            session=session(),
+            **dict(self.store_options),
         ) as store:
-            taker = make_taker(
-                store,
-                self.strategy,
-                place.key,
-                block_size=self.block_size,
-                fixed_block_size=True,
-                group=self.group,
-            )
+            taker = self.taker(store, place.key)
 
             def retries() -> Counter[str]:
                 return Counter(taker.counter.statistics().retries)
@@ -232,62 +253,14 @@ class FactoryVariant(AioseqVariant):
     """An aioseq strategy made as an application makes it, ``store.<factory>(key, **options)``
     on a store from ``DynamoStore.open(...)`` and nothing else: with ``options`` empty, the
     library's defaults (group commit on, its group size and window; the allocator's
-    demand-sized blocks). The item-writing strategies store ``{pk: key, sk: n}`` as
-    :func:`aioseq._workload.make_taker` does (the sort-key strategy adds its token).
+    demand-sized blocks), through :func:`aioseq._workload.factory_taker`: the item-writing
+    strategies store ``{pk: key, sk: n}`` (the sort-key strategy adds its token).
     ``store_options`` go to ``DynamoStore.open`` (e.g. a ``retry_policy``; none by default)."""
 
     options: tuple[tuple[str, Any], ...] = ()
-    store_options: tuple[tuple[str, Any], ...] = ()
 
-    @contextlib.asynccontextmanager
-    async def contender(self, place: Place) -> AsyncIterator[Contender]:
-        async with DynamoStore.open(
-            table=place.table,
-            endpoint_url=place.endpoint_url,
-            session=session(),
-            **dict(self.store_options),
-        ) as store:
-            options = dict(self.options)
-            table = store.table
-            counter: Any
-            take: Take
-            aclose: Callable[[], Awaitable[None]] | None = None
-            if self.strategy == "atomic":
-                counter = store.atomic_counter(place.key, **options)
-                take = counter.next
-            elif self.strategy == "optimistic":
-                counter = store.optimistic_counter(place.key, **options)
-                take = counter.next
-            elif self.strategy == "allocator":
-                allocator = store.block_allocator(place.key, **options)
-                counter, take, aclose = allocator.counter, allocator.next, allocator.aclose
-            elif self.strategy == "sort-key":
-                counter = store.sort_key_counter(place.key, **options)
-                take = counter.put
-            elif self.strategy == "transactional":
-                counter = store.transactional_counter(place.key, **options)
-                sort_key = table.sort_key or "sk"
-                key = place.key
-
-                async def take() -> int:
-                    number: int = await counter.put(
-                        lambda n: {table.partition_key: key, sort_key: n}
-                    )
-                    return number
-
-            else:
-                raise ValueError(f"unknown strategy {self.strategy!r}")
-
-            try:
-                yield Contender(
-                    take,
-                    requests=lambda: store.requests,
-                    retries=lambda: Counter(counter.statistics().retries),
-                    conflicts=lambda: counter.statistics().conflicts,
-                )
-            finally:
-                if aclose is not None:
-                    await aclose()
+    def taker(self, store: DynamoStore, key: str) -> Taker:
+        return factory_taker(store, self.strategy, key, dict(self.options))
 
 
 #: The client settings that :meth:`DynamoStore.open` chooses, copied by the raw baseline.
@@ -622,19 +595,18 @@ def select(names: Sequence[str], block_sizes: Sequence[int]) -> list[Variant]:
             )
         elif name == "allocator":
             variants += [
-                AioseqVariant(f"allocator b={b:,}", name, strategy=name, block_size=b)
+                AioseqVariant(
+                    f"allocator b={b:,}", name, **promises(name), strategy=name, block_size=b
+                )
                 for b in block_sizes
             ]
         else:
-            gapless = name != "atomic"  # optimistic: gapless among the numbers handed out
-            writes_items = name in GAPLESS_STRATEGIES
-            groups = (False, True) if name in GROUPED_STRATEGIES else (False,)
+            groups = (False, True) if strategy_named(name).grouped else (False,)
             variants += [
                 AioseqVariant(
                     f"{name} +group" if group else name,
                     name,
-                    gapless=gapless,
-                    writes_items=writes_items,
+                    **promises(name),
                     strategy=name,
                     group=group,
                 )

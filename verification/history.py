@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from aioseq._workload import GAPLESS_STRATEGIES, STRATEGIES
+from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
 from aioseq.config import TableSpec
 from aioseq.testing.fault_proxy import Exchange
 from verification.causes import DOCUMENTED_CAUSES, STORED_TWICE, UNATTRIBUTED, _Attribution
@@ -313,7 +313,7 @@ class History:
         """Check the calls on ``counter`` against ``strategy``'s guarantees.
 
         Parameters:
-            strategy: one of ``aioseq._workload.STRATEGIES``, or a variant of one
+            strategy: a name of ``aioseq._strategy_table.STRATEGIES``, or a variant of one
                 (:func:`base_strategy`).
             counter: the counter key.
             top: the counter item's value at the end (the last number the counter gave);
@@ -328,7 +328,9 @@ class History:
         """
         base = base_strategy(strategy)
         if base not in DOCUMENTED_CAUSES:
-            raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+            raise ValueError(
+                f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGY_NAMES)}"
+            )
         documented = DOCUMENTED_CAUSES[base]
         calls = [c for c in self.calls if c.counter == counter]
         handed: list[int] = [n for c in calls if c.numbers is not None for n in c.numbers]
@@ -344,7 +346,7 @@ class History:
         gaps: Counter[str] = Counter()
         unacknowledged: Counter[str] = Counter()
         stored_count: int | None = None
-        if base in GAPLESS_STRATEGIES:
+        if strategy_named(base).writes_items:
             if stored is None:
                 raise ValueError(f"{base} stores items: pass the stored items (number -> payload)")
             items: dict[int, str | None] = (

@@ -86,13 +86,8 @@ from pathlib import Path
 from typing import Any
 
 from aioseq._store import DynamoStore
-from aioseq._workload import (
-    GAPLESS_STRATEGIES,
-    GROUPED_STRATEGIES,
-    STRATEGIES,
-    make_taker,
-    stored_payloads,
-)
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
+from aioseq._workload import make_taker, stored_payloads
 from aioseq.config import TableSpec
 from aioseq.errors import AioseqError
 from aioseq.testing.fault_proxy import KINDS, Exchange, FaultProxy, FaultSchedule
@@ -124,7 +119,7 @@ __all__ = [
     "run_soak",
 ]
 
-DEFAULT_STRATEGIES = ("atomic", "allocator", "optimistic", "sort-key", "transactional")
+DEFAULT_STRATEGIES = STRATEGY_NAMES
 
 #: The default fault schedule, by kind (10% of requests): 5.5% of answers lost after the
 #: server applied the request, 2% 500s, 1% resets, 1% throttling, 0.5% transaction conflicts.
@@ -167,12 +162,13 @@ def parse_strategy(name: str) -> tuple[str, bool | None]:
     """
     base, _, mode = " ".join(name.split()).replace(" --", "+").partition("+")
     modes = {"": None, "group": True, "no-group": False}
-    if base not in STRATEGIES or mode not in modes:
+    grouped = sorted(s.name for s in STRATEGIES if s.grouped)
+    if base not in STRATEGY_NAMES or mode not in modes:
         raise ValueError(
-            f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}, or "
-            f"STRATEGY+no-group for {', '.join(sorted(GROUPED_STRATEGIES))} without group commit"
+            f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}, or "
+            f"STRATEGY+no-group for {', '.join(grouped)} without group commit"
         )
-    if mode and base not in GROUPED_STRATEGIES:
+    if mode and base not in grouped:
         raise ValueError(f"{base} has no group mode: {name!r}")
     return base, modes[mode]
 
@@ -406,7 +402,7 @@ def _lines(log: Path) -> int:
 async def _check(store: DynamoStore, history: History, strategy: str) -> Report:
     base, _ = parse_strategy(strategy)
     key = _counter_key(strategy)
-    if base in GAPLESS_STRATEGIES:
+    if strategy_named(base).writes_items:
         return history.check(strategy, key, stored=await stored_payloads(store, key))
     top = await make_taker(store, base, key).current()
     return history.check(strategy, key, top=top)

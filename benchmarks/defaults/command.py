@@ -16,6 +16,7 @@ from typing import Any
 from tqdm import tqdm
 
 import benchmarks.defaults as package
+from benchmarks import _report
 from benchmarks._report import header, machine
 from benchmarks.defaults.bench import Result
 from benchmarks.defaults.options import QUICK, SECTIONS, Options
@@ -23,30 +24,15 @@ from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown
 from benchmarks.defaults.sections import rows_planned, run
 from benchmarks.row import server
 
-RESULTS = Path(__file__).parents[1] / "results"  # benchmarks/results
-
-
-def _sections(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = set(names) - set(SECTIONS)
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}"
-        )
-    return names
-
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.defaults",
-        description=package.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = _report.parser("python -m benchmarks.defaults", package.__doc__)
+    parser.add_argument(
+        "--sections",
+        type=_report.comma_separated(SECTIONS, "sections"),
+        help=f"some of {','.join(SECTIONS)}",
     )
-    parser.add_argument("--server", choices=("moto", "dynamodb-local"), default="moto")
-    parser.add_argument("--endpoint-url", help="measure this server instead of starting one")
-    parser.add_argument("--sections", type=_sections, help=f"some of {','.join(SECTIONS)}")
     parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where the files go")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from aioseq import GroupCommit, RetryPolicy
 from aioseq.strategies import sort_key, transactional
-from benchmarks.variants import FactoryVariant, PeerVariant, RawUpdateItemVariant
+from benchmarks.variants import FactoryVariant, PeerVariant, RawUpdateItemVariant, promises
 
 #: The sections, in the order they run.
 SECTIONS = ("peer", "hot-key", "processes", "overhead", "sweep")
@@ -21,8 +21,7 @@ def defaults(strategy: str, label: str, **options: Any) -> FactoryVariant:
     return FactoryVariant(
         label,
         strategy,
-        gapless=strategy in ("optimistic", "sort-key", "transactional"),
-        writes_items=strategy in ("sort-key", "transactional"),
+        **promises(strategy),
         strategy=strategy,
         options=tuple(sorted(options.items())),
     )

@@ -36,7 +36,8 @@ from aioseq import (
     ValidationFailed,
     WrongEventLoop,
 )
-from aioseq._workload import STRATEGIES, make_taker, stored_numbers
+from aioseq._strategy_table import STRATEGY_NAMES
+from aioseq._workload import make_taker, stored_numbers
 from aioseq.errors import ConnectionFailed
 from aioseq.observe import RefillEvent
 
@@ -362,7 +363,7 @@ async def test_a_cancellation_storm_loses_no_number_unaccounted(aioseq_endpoint:
 # --- the table, the server -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 async def test_a_table_deleted_mid_run_is_table_not_found_at_once(
     aioseq_store: DynamoStore, strategy: str
 ) -> None:

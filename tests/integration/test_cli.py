@@ -15,7 +15,7 @@ from checks import aioseq, assert_distinct, assert_exactly, cli_table
 from racer import parse_variant, printed_by_key
 
 from aioseq import DynamoStore, TableSpec
-from aioseq._workload import GAPLESS_STRATEGIES, GROUPED_STRATEGIES, STRATEGIES
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_create_table_twice_succeeds(aioseq_endpoint: str, table: str) -> None:
     assert again.stdout == ""
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_next_prints_only_numbers_one_per_line(
     aioseq_endpoint: str, table: str, strategy: str
 ) -> None:
@@ -85,7 +85,7 @@ def test_group_for_a_strategy_without_group_mode_is_refused(
     assert run.returncode == 1 and "no group mode" in run.stderr
 
 
-@pytest.mark.parametrize("strategy", ["optimistic", "sort-key", "transactional"])
+@pytest.mark.parametrize("strategy", [s.name for s in STRATEGIES if s.grouped])
 @pytest.mark.parametrize("flag", ["--group", "--no-group"])
 def test_group_and_no_group_are_both_accepted(
     aioseq_endpoint: str, table: str, strategy: str, flag: str
@@ -98,7 +98,7 @@ def test_group_and_no_group_are_both_accepted(
     assert_exactly(map(int, run.stdout.split()), 1, 6)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_current_of_a_counter_never_used_fails(
     aioseq_endpoint: str, table: str, strategy: str
 ) -> None:
@@ -160,10 +160,10 @@ def test_unknown_strategy_is_a_usage_error() -> None:
 
 
 #: Each strategy as it runs by default (grouped where it groups), on both servers.
-DEFAULTS = list(STRATEGIES)
+DEFAULTS = list(STRATEGY_NAMES)
 #: The grouped strategies with group commit off, on DynamoDB Local (moto serializes every
 #: request anyway, so its ungrouped race adds time, not a new interleaving).
-UNGROUPED = [f"{s}+no-group" for s in sorted(GROUPED_STRATEGIES)]
+UNGROUPED = [f"{s.name}+no-group" for s in STRATEGIES if s.grouped]
 RACER = Path(__file__).resolve().parents[1] / "racer.py"
 
 
@@ -220,7 +220,7 @@ def test_four_processes_at_once_on_one_counter_of_each_strategy(
         numbers = [int(n) for p in printed for n in p.get(key, "").split()]
         assert len(numbers) == 4 * count, variant
         strategy, _ = parse_variant(variant)
-        if strategy in GAPLESS_STRATEGIES:
+        if strategy_named(strategy).gapless:
             assert_exactly(numbers, 1, 4 * count)
             stored = asyncio.run(_stored(aioseq_endpoint, table, key))
             assert_exactly(stored, 1, 4 * count)
@@ -241,7 +241,7 @@ def test_demo_against_a_server_checks_every_strategy(aioseq_endpoint: str, table
         "--count", "40", "--concurrency", "8",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    for strategy in STRATEGIES:
+    for strategy in STRATEGY_NAMES:
         assert re.search(rf"^{strategy} +40 .* ok$", run.stdout, re.MULTILINE), run.stdout
     assert "all checks passed" in run.stdout
 

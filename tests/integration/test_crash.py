@@ -13,20 +13,14 @@ import sys
 import pytest
 
 from aioseq import DynamoStore
-from aioseq._workload import (
-    GAPLESS_STRATEGIES,
-    GROUPED_STRATEGIES,
-    STRATEGIES,
-    make_taker,
-    stored_payloads,
-    stored_twice,
-)
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
+from aioseq._workload import make_taker, stored_payloads, stored_twice
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
 from verification.causes import DOCUMENTED_CAUSES
 from verification.history import History
 
 #: Each strategy with its defaults (``None``: grouped where it can be), and ungrouped.
-VARIANTS = [(s, None) for s in STRATEGIES] + [(s, False) for s in sorted(GROUPED_STRATEGIES)]
+VARIANTS = [(s, None) for s in STRATEGY_NAMES] + [(s.name, False) for s in STRATEGIES if s.grouped]
 
 #: ``aioseq next`` waits 10 s for an answer: no ``delay`` faults here (test_faults has them).
 SCHEDULE = FaultSchedule.uniform(0.05, seed=3, kinds=[k for k in KINDS if k != "delay"])
@@ -87,7 +81,7 @@ async def test_a_process_killed_mid_run_costs_no_duplicate_and_no_hole(
             history.add_printed(strategy, "shared", name, stdout.decode())
         assert sum(proxy.injected.values()) > 0
 
-    if strategy in GAPLESS_STRATEGIES:
+    if strategy_named(strategy).writes_items:
         stored = await stored_payloads(aioseq_store, "shared")
         report = history.check(strategy, "shared", stored=stored)
     else:
@@ -130,7 +124,7 @@ async def test_three_processes_through_a_lossy_network_number_exactly_once(
 
     printed = sorted(n for c in history.calls if c.numbers is not None for n in c.numbers)
     missing = sorted(set(range(1, max(printed, default=0) + 1)) - set(printed))
-    if strategy in GAPLESS_STRATEGIES:
+    if strategy_named(strategy).gapless:
         stored = await stored_payloads(aioseq_store, "shared")
         report = history.check(strategy, "shared", stored=stored)
         extra = sorted(set(stored) - set(printed))

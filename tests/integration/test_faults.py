@@ -25,7 +25,8 @@ from aioseq import (
     TransactionCanceled,
     TransactionConflict,
 )
-from aioseq._workload import GAPLESS_STRATEGIES, STRATEGIES, make_taker, stored_payloads
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
+from aioseq._workload import make_taker, stored_payloads
 from aioseq.testing.fault_proxy import KINDS, FaultProxy, FaultSchedule
 from verification.history import History
 
@@ -197,9 +198,7 @@ async def test_an_add_whose_answer_was_lost_costs_a_gap_never_a_duplicate(
     assert sum(counter.statistics().retries.values()) == 1
 
 
-VARIANTS = [(s, False) for s in STRATEGIES] + [
-    (s, True) for s in ("optimistic", "sort-key", "transactional")
-]
+VARIANTS = [(s, False) for s in STRATEGY_NAMES] + [(s.name, True) for s in STRATEGIES if s.grouped]
 
 
 @pytest.mark.parametrize(("strategy", "group"), VARIANTS)
@@ -231,7 +230,7 @@ async def test_every_strategy_keeps_its_guarantees_under_every_fault(
     if taker.aclose is not None:
         await taker.aclose()
     proxy.on_exchange = None
-    if strategy in GAPLESS_STRATEGIES:
+    if strategy_named(strategy).writes_items:
         # number -> payload: an item stored twice, or under another call's number, fails it
         report = history.check(strategy, "c", stored=await stored_payloads(aioseq_store, "c"))
     else:

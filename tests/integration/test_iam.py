@@ -31,7 +31,8 @@ from aioseq import (
     admin,
     iam,
 )
-from aioseq._workload import STRATEGIES, make_taker, run_workload
+from aioseq._strategy_table import STRATEGY_NAMES
+from aioseq._workload import make_taker, run_workload
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 
@@ -158,7 +159,7 @@ async def test_every_request_is_within_the_documented_policy(
         )
 
     with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
-        for strategy in STRATEGIES:
+        for strategy in STRATEGY_NAMES:
             await run_workload(store, strategy, f"cli-{strategy}", count=5, concurrency=2)
             await make_taker(store, strategy, f"cli-{strategy}").current()
 
