@@ -15,10 +15,8 @@ from aioseq._values import Numbering, check_count, check_key, parse_counter
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import (
-    ConditionFailed,
     ConfigurationError,
     StoreClosed,
-    TransactionCanceled,
 )
 from aioseq.numbering import numbering_for
 from aioseq.strategies._counter_item import CounterItem
@@ -31,29 +29,8 @@ R = TypeVar("R")
 log = logging.getLogger("aioseq")
 
 
-#: Cancellation reason codes worth another attempt of the same transaction.
-TRANSIENT_REASONS = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
-)
-
 #: DynamoDB takes at most 4 MB per transaction; keep room for a counter update and framing.
 MAX_TRANSACTION_BYTES = 4_000_000 - 64_000
-
-
-def is_retryable_cancellation(exc: BaseException, *, lost_race_at: int | None) -> bool:
-    """A canceled transaction worth retrying: its reasons are transient, or it lost a race,
-    a failed condition on the action at index ``lost_race_at`` (on any action when ``None``).
-    Once the race is lost, other failed conditions are moot: they may be items keyed by the
-    numbers the winner took."""
-    if not isinstance(exc, TransactionCanceled):
-        return False
-    codes = set(exc.codes) - {"None"}
-    lost = "ConditionalCheckFailed" in (
-        codes if lost_race_at is None else exc.codes[lost_race_at : lost_race_at + 1]
-    )
-    if lost:
-        codes.discard("ConditionalCheckFailed")
-    return codes <= TRANSIENT_REASONS
 
 
 def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
@@ -68,13 +45,6 @@ def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
     if isinstance(group, GroupCommit):
         return group
     raise ConfigurationError(f"group must be a bool or a GroupCommit: {group!r}")
-
-
-def is_conflict(exc: BaseException) -> bool:
-    """A lost race: a condition on the counter item (or the candidate key) was false."""
-    if isinstance(exc, ConditionFailed):
-        return True
-    return isinstance(exc, TransactionCanceled) and "ConditionalCheckFailed" in exc.codes
 
 
 def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._retry import Verdict, is_transient
+from aioseq._retry import Verdict
 from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled
-from aioseq.strategies._base import Strategy, is_conflict
+from aioseq.strategies._base import Strategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
+from aioseq.strategies._outcomes import counter_write_verdict
 from aioseq.strategies._recent_writes import CounterWrite
-from aioseq.strategies._turn import TurnHeld
 
 __all__ = ["OptimisticCounter"]
 
@@ -215,17 +215,9 @@ class OptimisticCounter(Strategy):
         self._lost.gave_up(write.counter_write, "the retry policy ran out first")
 
     def _verdict(self, exc: Exception) -> Verdict:
-        """A write is retried after a backoff on a transient error; one that lost the race is
-        retried at once, or waits for the writers ahead of it in the counter's queue
-        (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about the counter's
-        interval between writes per writer ahead."""
-        if isinstance(exc, TurnHeld):
-            return Verdict.YIELD
-        if is_transient(exc):
-            return Verdict.RETRY
-        if is_conflict(exc):
-            return self._item.lost_race()
-        return Verdict.FAIL
+        """See `counter_write_verdict()`: a lost race waits for the writers ahead of it in
+        the counter's queue, or is retried at once."""
+        return counter_write_verdict(exc, self._item.lost_race)
 
 
 def _count(n: int) -> int:

@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from aioseq._coalesce import Waiter
-from aioseq._retry import Verdict, is_transient
+from aioseq._retry import Verdict
 from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
 from aioseq.contracts import Store
@@ -19,13 +19,9 @@ from aioseq.errors import (
     TransactionCanceled,
 )
 from aioseq.formatting import zero_pad
-from aioseq.strategies._base import (
-    MAX_TRANSACTION_BYTES,
-    Strategy,
-    is_conflict,
-    is_retryable_cancellation,
-)
+from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
+from aioseq.strategies._outcomes import is_conflict, is_decisive, item_put_verdict
 from aioseq.strategies._recent_writes import new_token
 
 __all__ = ["MAX_GROUP_SIZE", "SortKeyCounter"]
@@ -322,9 +318,7 @@ class SortKeyCounter(Strategy):
         the same write is sent again as it is. A failed condition returns the item that holds
         the number (``ALL_OLD``): if it carries a put's own token, an earlier attempt was
         applied and its answer lost; otherwise the number was taken by another writer."""
-        if isinstance(error, TransactionCanceled) and not (
-            {"ConditionalCheckFailed", "ValidationError"} & set(error.codes)
-        ):
+        if isinstance(error, TransactionCanceled) and not is_decisive(error):
             return Settled.RESEND
         if _stored_already(error, write.items):
             self._lost.recovered_writes(len(write.items))
@@ -342,18 +336,9 @@ class SortKeyCounter(Strategy):
         """Nothing to count: a put whose outcome is unknown keeps its token in its item."""
 
     def _verdict(self, exc: Exception) -> Verdict:
-        """A put is retried on a transient error or a lost race; with
-        ``on_conflict="increment"`` a taken key is retried at once (+1 needs no fresh read,
-        so no reason to wait; a requery waits, then reads)."""
-        if self.on_conflict == "increment" and isinstance(exc, ConditionFailed):
-            return Verdict.RETRY_NOW
-        if (
-            is_transient(exc)
-            or is_conflict(exc)
-            or is_retryable_cancellation(exc, lost_race_at=None)
-        ):
-            return Verdict.RETRY
-        return Verdict.FAIL
+        """See `item_put_verdict()`: with ``on_conflict="increment"`` a taken key is retried
+        at once (+1 needs no fresh read; a requery waits, then reads)."""
+        return item_put_verdict(exc, increment=self.on_conflict == "increment")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aioseq._coalesce import Waiter
-from aioseq._retry import Verdict, is_transient
+from aioseq._retry import Verdict
 from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
 from aioseq.config import (
     MAX_NUMBER,
@@ -25,10 +25,10 @@ from aioseq.errors import (
     TransactionCanceled,
     ValidationFailed,
 )
-from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy, is_retryable_cancellation
+from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
+from aioseq.strategies._outcomes import counter_write_verdict, is_decisive
 from aioseq.strategies._recent_writes import CounterWrite
-from aioseq.strategies._turn import TurnHeld
 
 __all__ = ["ItemSpec", "TransactionalCounter"]
 
@@ -367,7 +367,7 @@ class TransactionalCounter(Strategy):
         put that then finds its own item stored gets the earlier number (`_found_stored()`).
         Otherwise puts whose own condition failed fail alone, or the race on the counter was
         lost."""
-        if not isinstance(error, TransactionCanceled) or not _decisive(error):
+        if not isinstance(error, TransactionCanceled) or not is_decisive(error):
             return Settled.RESEND
         found = error.cancellation_reasons[0].get("Item") if error.codes else None
         if error.codes[:1] == ["ConditionalCheckFailed"]:
@@ -501,21 +501,10 @@ class TransactionalCounter(Strategy):
         return False
 
     def _verdict(self, exc: Exception) -> Verdict:
-        """A transaction is retried after a backoff on a transient error or when it was
-        canceled for transient reasons only; one that lost the race on the counter (the action
-        at index 0) is retried at once, or waits for the writers ahead of it in the counter's
-        queue (`CounterItem.lost_race()`, `aioseq.strategies._turn`): about the counter's
-        interval between writes per writer ahead."""
-        if isinstance(exc, TurnHeld):
-            return Verdict.YIELD
-        if is_transient(exc):
-            return Verdict.RETRY
-        if is_retryable_cancellation(exc, lost_race_at=0):
-            assert isinstance(exc, TransactionCanceled)
-            if exc.codes[:1] == ["ConditionalCheckFailed"]:
-                return self._item.lost_race()
-            return Verdict.RETRY
-        return Verdict.FAIL
+        """See `counter_write_verdict()`: a transaction that lost the race on the counter
+        (the action at index 0) waits for the writers ahead of it in the counter's queue, or
+        is retried at once."""
+        return counter_write_verdict(exc, self._item.lost_race)
 
 
 def _one(_: object) -> int:
@@ -541,10 +530,3 @@ class _Transaction:
     @property
     def results(self) -> range:
         return self.numbers
-
-
-def _decisive(exc: TransactionCanceled) -> bool:
-    """Whether a canceled transaction says what became of it: a condition failed (the
-    counter's, or an item's) or an item was refused. Otherwise every reason is transient
-    (``TransactionConflict``, throttling) and the request is to be sent again unchanged."""
-    return bool({"ConditionalCheckFailed", "ValidationError"} & set(exc.codes))
