@@ -25,6 +25,7 @@ from aioseq.allocator import AllocatorStatistics as AllocatorStatistics
 from aioseq.allocator import BlockAllocator as BlockAllocator
 from aioseq.config import DEFAULT_TABLE_NAME as DEFAULT_TABLE_NAME
 from aioseq.config import MAX_NUMBER as MAX_NUMBER
+from aioseq.config import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from aioseq.config import GroupCommit as GroupCommit
 from aioseq.config import RetryPolicy as RetryPolicy
 from aioseq.config import TableSpec as TableSpec
@@ -65,6 +66,7 @@ from aioseq.strategies import AtomicCounter as AtomicCounter
 from aioseq.strategies import OptimisticCounter as OptimisticCounter
 from aioseq.strategies import SortKeyCounter as SortKeyCounter
 from aioseq.strategies import TransactionalCounter as TransactionalCounter
+from aioseq.strategies.transactional import ItemSpec as ItemSpec
 
 # value types
 from aioseq.types import CounterStatistics as CounterStatistics
@@ -79,6 +81,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "DEFAULT_TABLE_NAME",
     "MAX_NUMBER",
+    "MAX_SAFE_INTEGER",
     "AioseqError",
     "AllocatorStatistics",
     "AtomicCounter",
@@ -97,6 +100,7 @@ __all__ = [
     "IdFormat",
     "ItemAlreadyExists",
     "ItemCounter",
+    "ItemSpec",
     "NumberOutOfRange",
     "Numbering",
     "NumberingMismatch",
