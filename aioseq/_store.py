@@ -36,7 +36,7 @@ from aioseq.config import DEFAULT_TABLE_NAME, MAX_NUMBER, GroupCommit, RetryPoli
 from aioseq.contracts import Managed, Send, Transport
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
 from aioseq.observe import Observer
-from aioseq.strategies.counter import AtomicCounter
+from aioseq.strategies.atomic import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter, WriteForm
 from aioseq.strategies.sort_key import OnConflict, SortKeyCounter
 from aioseq.strategies.transactional import TransactionalCounter

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from aioseq.allocator import BlockAllocator
 from aioseq.errors import ConfigurationError
-from aioseq.strategies.counter import AtomicCounter
+from aioseq.strategies.atomic import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter
 from aioseq.strategies.sort_key import SortKeyCounter
 from aioseq.strategies.transactional import TransactionalCounter

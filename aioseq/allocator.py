@@ -15,7 +15,7 @@ from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
 from aioseq.numbering import numbering_for
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
-from aioseq.strategies.counter import AtomicCounter
+from aioseq.strategies.atomic import AtomicCounter
 
 __all__ = ["AllocatorStatistics", "BlockAllocator"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aioseq.strategies.counter import AtomicCounter as AtomicCounter
+from aioseq.strategies.atomic import AtomicCounter as AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter as OptimisticCounter
 from aioseq.strategies.sort_key import SortKeyCounter as SortKeyCounter
 from aioseq.strategies.transactional import TransactionalCounter as TransactionalCounter

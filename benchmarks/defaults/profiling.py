@@ -59,7 +59,7 @@ def profile_summary(stats: pstats.Stats, numbers: int, top: int = 12) -> dict[st
     for entry in own:
         package = entry["function"].split("/", 1)[0]
         by_package[package] = by_package.get(package, 0.0) + entry["own_us"]
-    next_us = cumulative("aioseq/strategies/counter.py", "next") * per
+    next_us = cumulative("aioseq/strategies/atomic.py", "next") * per
     api_us = cumulative("aiobotocore/client.py", "_make_api_call") * per
     return {
         "numbers": numbers,
