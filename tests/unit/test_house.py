@@ -96,7 +96,7 @@ def test_the_graph_sees_function_level_and_type_checking_imports() -> None:
         if TYPE_CHECKING:
             from aioseq._store import DynamoStore
         def f():
-            from aioseq.strategies import counter
+            from aioseq.strategies import atomic
         """
     )
     modules = frozenset({"aioseq.errors", "aioseq.strategies.atomic"})
