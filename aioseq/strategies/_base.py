@@ -65,7 +65,7 @@ class Strategy:
             [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] is raised and nothing is written:
             every write is conditional on the value it replaces, so the counter never passes it.
         max_in_flight: for the strategies whose writes are conditional, how many calls on this
-            object may race for the next number at once; the others wait their turn in FIFO
+            object may race for the next number at once; the others wait in FIFO
             order. Calls in one process racing each other only burn writes (one winner per
             round trip, O(C**2) requests for C callers), so the default is 1; raise it to
             measure contention. ``None``: no limit.
@@ -109,7 +109,7 @@ class Strategy:
         if max_in_flight is not None:
             check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
         self.max_in_flight = max_in_flight
-        self._turns = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        self._in_flight = asyncio.Semaphore(max_in_flight) if max_in_flight else None
         # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
         # then may this object queue on its counter item (one place per writer).
         self._item.turn.enabled = max_in_flight == 1
@@ -122,7 +122,7 @@ class Strategy:
         self._numbers = 0  # numbers handed out
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now
-        self._waiting_turns = 0  # calls waiting for their turn (ungrouped, max_in_flight)
+        self._waiting_in_flight = 0  # calls waiting for a place in flight (max_in_flight)
         self._retries: Counter[str] = Counter()
         #: Writes whose answer was lost: resolved by the token ring, counted.
         self._lost = LostAnswers(self.key, store.table, store.observer)
@@ -263,19 +263,20 @@ class Strategy:
         attempt: Callable[[], Awaitable[T]],
         classify: Classify = _retry.transient,
     ) -> T:
-        """Run ``attempt`` under the store's retry engine, in this object's turn (ungrouped
-        objects with ``max_in_flight``: a group's coalescer already runs one commit at a
-        time)."""
+        """Run ``attempt`` under the store's retry engine, once a place in flight is free
+        (ungrouped objects with ``max_in_flight``: a group's coalescer already runs one commit
+        at a time)."""
         run = self.store.retry.run
         self._running += 1
         try:
-            turns = self._turns if self._group is None else None  # (a group: one at a time)
-            if turns is not None:
-                self._waiting_turns += 1
+            # (A group: one commit at a time already.)
+            in_flight = self._in_flight if self._group is None else None
+            if in_flight is not None:
+                self._waiting_in_flight += 1
                 try:
-                    await turns.acquire()
+                    await in_flight.acquire()
                 finally:
-                    self._waiting_turns -= 1
+                    self._waiting_in_flight -= 1
             try:
                 return await run(
                     attempt,
@@ -285,8 +286,8 @@ class Strategy:
                     pause_secs=self._item.turn.pause_secs,
                 )
             finally:
-                if turns is not None:
-                    turns.release()
+                if in_flight is not None:
+                    in_flight.release()
         finally:
             self._running -= 1
             self._calls += 1
@@ -323,7 +324,7 @@ class Strategy:
         group = self._group
         # Ungrouped, the next caller waiting for its turn inherits the place.
         queued = group.queue if group is not None else ()
-        waiting = any(w.waiting for w in queued) or self._waiting_turns > 0
+        waiting = any(w.waiting for w in queued) or self._waiting_in_flight > 0
         if self._closed or not (waiting or (not failed and any(w.waiting for w in batch))):
             self._item.give_up(self._wants_place)  # (False once closed)
 
@@ -335,7 +336,7 @@ class Strategy:
         if group is not None:
             return group.flushing or any(w.waiting for w in group.queue)
         # (a call that found the turn free took it without waiting: it runs)
-        return self._running > 0 or self._waiting_turns > 0
+        return self._running > 0 or self._waiting_in_flight > 0
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number
