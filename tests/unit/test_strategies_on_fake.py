@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 
 from aioseq import (
+    AtomicCounter,
     ConfigurationError,
     CounterValueInvalid,
     DynamoStore,
     GroupCommit,
     Numbering,
+    OptimisticCounter,
     RetryPolicy,
+    SortKeyCounter,
     StoreClosed,
     TableNotFound,
 )
 from aioseq.config import TURN_ATTRIBUTE, TableSpec
-from aioseq.strategies.counter import AtomicCounter
-from aioseq.strategies.optimistic import OptimisticCounter
-from aioseq.strategies.sort_key import SortKeyCounter
 from aioseq.testing import FakeDynamoDB
 
 TABLE = "aioseq"
