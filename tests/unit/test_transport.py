@@ -456,7 +456,7 @@ async def test_requests_are_counted_by_operation_until_the_close() -> None:
         assert counted == {"GetItem": 3, "UpdateItem": 2}
         counted["GetItem"] = 99  # a copy
         assert transport.requests["GetItem"] == 3
-        await transport.aclose(deadline=0.0)
+        await transport.aclose(timeout_secs=0)
         await transport.client.get_item(**get())  # a borrowed client stays open, uncounted
         assert transport.requests == {"GetItem": 3, "UpdateItem": 2}
         with pytest.raises(StoreClosed, match="closed"):
@@ -474,8 +474,7 @@ async def test_close_waits_for_the_requests_in_flight() -> None:
     request = asyncio.create_task(transport.send("get_item", get()))
     await answers.arrived.wait()
     assert transport.in_flight == 1
-    loop = asyncio.get_running_loop()
-    closing = asyncio.create_task(transport.aclose(deadline=loop.time() + 30))
+    closing = asyncio.create_task(transport.aclose(timeout_secs=30))
     await asyncio.sleep(0.01)
     assert not closing.done()  # the answer is awaited
     answers.gate.set()
@@ -505,9 +504,8 @@ async def test_a_request_the_close_cuts_off_may_have_been_applied(
     answers.planned.append(cut())
     request = asyncio.create_task(transport.send("update_item", add_one()))
     await answers.arrived.wait()
-    loop = asyncio.get_running_loop()
     with caplog.at_level(logging.WARNING, logger="aioseq"):
-        await transport.aclose(deadline=loop.time())  # no time to wait: the client is closed
+        await transport.aclose(timeout_secs=0)  # no time to wait: the client is closed
     assert "1 requests still in flight at the deadline" in caplog.text
     answers.gate.set()
     with pytest.raises(StoreClosed, match="closed during the request") as raised:
@@ -522,7 +520,7 @@ async def test_a_service_answer_after_the_close_is_not_hidden() -> None:
     answers.error("ConditionalCheckFailedException", "no")
     request = asyncio.create_task(transport.send("update_item", add_one()))
     await answers.arrived.wait()
-    await transport.aclose(deadline=0.0)
+    await transport.aclose(timeout_secs=0)
     answers.gate.set()
     with pytest.raises(ConditionFailed):  # an answer: its fate is known
         await request
@@ -533,7 +531,7 @@ async def test_a_cancelled_caller_is_cancelled_not_closed() -> None:
     answers.gate = asyncio.Event()
     request = asyncio.create_task(transport.send("get_item", get()))
     await answers.arrived.wait()
-    await transport.aclose(deadline=0.0)
+    await transport.aclose(timeout_secs=0)
     request.cancel()
     with pytest.raises(asyncio.CancelledError):
         await request

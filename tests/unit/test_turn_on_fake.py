@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from checks import Clock
 
 from aioseq import DynamoStore, RetryPolicy, Throttled
 from aioseq._retry import Verdict
@@ -28,7 +27,7 @@ from aioseq.strategies._turn import (
     entry_lease_secs,
     entry_size,
 )
-from aioseq.testing import FakeDynamoDB
+from aioseq.testing import FakeDynamoDB, ManualClock
 
 KEY = "c"
 NO_WAIT = RetryPolicy(max_attempts=8, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
@@ -76,7 +75,7 @@ def sent_since(fake: FakeDynamoDB, start: int) -> list[str]:
 
 
 def test_the_verdict_on_a_lost_race_follows_the_writers_place() -> None:
-    turn = Turn(store=None, key=KEY, clock=Clock(0.0))  # type: ignore[arg-type]  # (no request)
+    turn = Turn(store=None, key=KEY, clock=ManualClock(0.0))  # type: ignore[arg-type]  # (no request)
     state = CounterState(value=5, exists=True, writes=5, turns=("a:1:500", "b:1:500"))
     assert turn.lost_race(None) is Verdict.RETRY  # nothing came back: back off
     # Not in the queue: enqueue before the next write, which follows at once.
@@ -91,7 +90,7 @@ def test_the_verdict_on_a_lost_race_follows_the_writers_place() -> None:
 
 
 def test_a_writer_that_lingers_behind_one_head_pauses_longer_until_it_goes_stale() -> None:
-    clock = Clock(100.0)
+    clock = ManualClock(100.0)
     turn = Turn(store=None, key=KEY, clock=clock)  # type: ignore[arg-type]
     queue = ("slow:1:500", "mine:1:500")
     turn._mine, turn._position = "mine:1:500", 1
@@ -101,9 +100,9 @@ def test_a_writer_that_lingers_behind_one_head_pauses_longer_until_it_goes_stale
     turn._waits = LINGERING_WAITS + 1
     assert turn.pause_secs() == pytest.approx(2 * base)  # doubles past the lingering waits
     turn._waits = LINGERING_WAITS + 16
-    clock.now += MIN_LEASE_SECS - 0.1  # ~0.1 s left of the head's lease: no longer than that
+    clock.advance(MIN_LEASE_SECS - 0.1)  # ~0.1 s left of the head's lease: no longer than that
     assert turn.pause_secs() == pytest.approx(0.1)
-    clock.now += 1.0  # past the lease: the usual pause, the head is removed on the next look
+    clock.advance(1.0)  # past the lease: the usual pause, the head is removed on the next look
     assert turn.pause_secs() == pytest.approx(base)
 
 
@@ -114,7 +113,7 @@ async def test_a_lone_writer_writes_without_the_queue(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store)
-    turn = Turn(store, KEY, clock=Clock(0.0))
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     start = len(fake.sent)
     assert await turn.ready(state, 1, saw_on(store)) is state
@@ -127,7 +126,7 @@ async def test_a_writer_that_lost_a_race_enqueues_and_writes_first_when_alone(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store)
-    clock = Clock(0.0)
+    clock = ManualClock(0.0)
     turn = Turn(store, KEY, clock=clock)
     state = await read_state(store)
     assert turn.lost_race(state) is Verdict.RETRY_NOW
@@ -146,7 +145,7 @@ async def test_a_writer_behind_others_waits_then_writes_from_the_predicted_item(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store, "a:2:500", "b:3:500", value=10, writes=10)
-    turn = Turn(store, KEY, clock=Clock(0.0))
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     turn.lost_race(state)
     with pytest.raises(TurnHeld) as held:
@@ -166,13 +165,13 @@ async def test_a_writer_behind_others_waits_then_writes_from_the_predicted_item(
 async def test_a_stale_head_is_removed_and_the_writer_moves_up(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
-    clock = Clock(100.0)
+    clock = ManualClock(100.0)
     turn = Turn(store, KEY, clock=clock)
     await write_item(store, "gone:1:500", "mine:1:500", "behind:1:500")
     turn._mine = "mine:1:500"
     with pytest.raises(TurnHeld):
         await turn.ready(await read_state(store), 1, saw_on(store))  # first seen: waits
-    clock.now += MIN_LEASE_SECS + 0.1  # the head stood past its lease: its writer vanished
+    clock.advance(MIN_LEASE_SECS + 0.1)  # the head stood past its lease: its writer vanished
     start = len(fake.sent)
     state = await turn.ready(await read_state(store), 1, saw_on(store))
     assert sent_since(fake, start) == ["GetItem", "UpdateItem"]  # (the read), the REMOVE
@@ -183,14 +182,14 @@ async def test_a_stale_head_is_removed_and_the_writer_moves_up(
 async def test_a_removal_the_queue_moved_under_is_told_the_queue_as_it_is(
     store: DynamoStore,
 ) -> None:
-    clock = Clock(100.0)
+    clock = ManualClock(100.0)
     turn = Turn(store, KEY, clock=clock)
     await write_item(store, "gone:1:500", "mine:1:500")
     turn._mine = "mine:1:500"
     seen = await read_state(store)
     with pytest.raises(TurnHeld):
         await turn.ready(seen, 1, saw_on(store))
-    clock.now += MIN_LEASE_SECS + 0.1
+    clock.advance(MIN_LEASE_SECS + 0.1)
     await write_item(store, "mine:1:500")  # the head wrote meanwhile: the removal fails
     state = await turn.ready(seen, 1, saw_on(store))  # from the old view
     assert state.turns == ("mine:1:500",)  # the failed condition's ALL_OLD item
@@ -200,7 +199,7 @@ async def test_a_removal_the_queue_moved_under_is_told_the_queue_as_it_is(
 async def test_an_entry_removed_by_others_is_a_stray_and_the_writer_enqueues_again(
     store: DynamoStore,
 ) -> None:
-    clock = Clock(100.0)
+    clock = ManualClock(100.0)
     turn = Turn(store, KEY, clock=clock)
     await write_item(store, "head:1:500")
     turn._mine = "lost:1:500"  # taken out as stale while this writer was away
@@ -216,8 +215,8 @@ async def test_an_entry_removed_by_others_is_a_stray_and_the_writer_enqueues_aga
     assert turn.predicting and predicted.turns == (mine,) and predicted.value == 11
     assert await queue_of(store) == ("head:1:500", mine) and not turn._strays
     # A stray that never shows up is forgotten after STRAY_SECS.
-    turn._strays["never:1:500"] = clock.now
-    clock.now += STRAY_SECS + 1
+    turn._strays["never:1:500"] = clock.now()
+    clock.advance(STRAY_SECS + 1)
     turn._watch(("head:1:500", str(mine)))
     assert not turn._strays
 
@@ -226,7 +225,7 @@ async def test_an_enqueue_on_a_counter_item_that_went_away_leaves_the_queue_alon
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store)
-    turn = Turn(store, KEY, clock=Clock(0.0))
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     turn.lost_race(state)
     await store.call("delete_item", TableName=store.table.name, Key=store.counter_item_key(KEY))
@@ -239,7 +238,7 @@ async def test_a_failed_enqueue_keeps_an_entry_only_if_it_may_have_been_applied(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store, "head:1:500")
-    turn = Turn(store, KEY, clock=Clock(0.0))
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     turn.lost_race(state)
     fake.inject("throttling", operation="UpdateItem")
@@ -260,7 +259,7 @@ async def test_a_cancelled_enqueue_becomes_a_stray_the_writer_takes_out_on_leavi
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     await write_item(store, "head:1:500")
-    turn = Turn(store, KEY, clock=Clock(0.0))
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     turn.lost_race(state)
     enqueue = asyncio.create_task(turn.ready(state, 1, saw_on(store)))
