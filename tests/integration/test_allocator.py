@@ -81,30 +81,32 @@ async def test_the_next_block_is_prefetched_before_it_is_needed(aioseq_store: Dy
 
 async def test_block_size_follows_demand(aioseq_store: DynamoStore) -> None:
     clock = ManualClock()  # the store's: the allocator measures its refill rate on it
-    store = DynamoStore(aioseq_store.client, aioseq_store.table, clock=clock, idle_secs=None)
-    allocator = store.block_allocator(
-        "k",
-        block_size=10,
-        min_block_size=5,
-        max_block_size=40,
-        target_refill_interval_secs=1.0,
-        prefetch_at=0,
-    )
+    async with DynamoStore(
+        aioseq_store.client, aioseq_store.table, clock=clock, idle_secs=None
+    ) as store:
+        allocator = store.block_allocator(
+            "k",
+            block_size=10,
+            min_block_size=5,
+            max_block_size=40,
+            target_refill_interval_secs=1.0,
+            prefetch_at=0,
+        )
 
-    async def refill_after(seconds: float) -> int:
-        """Use up the block, let time pass, and take one number: exactly one refill."""
-        available = allocator.statistics().available
-        if available:
-            await allocator.next_many(available)
-        clock.advance(seconds)
-        await allocator.next()
-        return allocator.block_size
+        async def refill_after(seconds: float) -> int:
+            """Use up the block, let time pass, and take one number: exactly one refill."""
+            available = allocator.statistics().available
+            if available:
+                await allocator.next_many(available)
+            clock.advance(seconds)
+            await allocator.next()
+            return allocator.block_size
 
-    assert await refill_after(0) == 10  # the first refill has no rate to go by
-    # a block per 0.01 s is 1,000 numbers/s, which wants blocks of 1,000: doubles, up to 40
-    assert [await refill_after(0.01) for _ in range(3)] == [20, 40, 40]
-    # a block per 100 s wants blocks of less than 1: halves, down to 5
-    assert [await refill_after(100) for _ in range(4)] == [20, 10, 5, 5]
+        assert await refill_after(0) == 10  # the first refill has no rate to go by
+        # a block per 0.01 s is 1,000 numbers/s, which wants blocks of 1,000: doubles, up to 40
+        assert [await refill_after(0.01) for _ in range(3)] == [20, 40, 40]
+        # a block per 100 s wants blocks of less than 1: halves, down to 5
+        assert [await refill_after(100) for _ in range(4)] == [20, 10, 5, 5]
 
 
 async def test_aclose_gives_back_the_unused_tail(aioseq_store: DynamoStore) -> None:
