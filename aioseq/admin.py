@@ -531,7 +531,7 @@ async def set_numbering(
                         (attribute_not_exists(#numbering) for an item without one;
                          attribute_not_exists(#pk) when there is no counter item yet)
 
-    with ``:renumbered`` from [`renumbered_value()`][aioseq.numbering.renumbered_value]. A counter
+    with ``:renumbered`` from `aioseq.numbering.renumbered_value()`. A counter
     item that records no numbering (written before numberings were recorded) and has handed out
     numbers is refused unless ``previous`` says which numbering they were handed out under: guessing
     ``stride=1 offset=1`` for what was an allocator with ``stride=3`` would hand its numbers out

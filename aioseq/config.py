@@ -48,9 +48,6 @@ __all__ = [
     "GroupCommit",
     "RetryPolicy",
     "TableSpec",
-    "check_attribute_name",
-    "check_seconds",
-    "check_table_name",
 ]
 
 #: The table ``aioseq create-table`` and ``DynamoStore.open()`` use when none is named.

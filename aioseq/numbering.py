@@ -14,7 +14,7 @@ object that writes it checks it in the same request:
   [`TransactionalCounter`][aioseq.TransactionalCounter] hand out the counter's values themselves, so
   they record ``stride=1 offset=1`` and their ``max_value``. A ``max_value`` of ``10**38 - 1`` (the
   default: no limit of the counter's own) is recorded as none
-  ([`numbering_for()`][aioseq.numbering.numbering_for]).
+  (`numbering_for()`).
 - **When.** By the first write of the counter item, in that write: the atomic counter's ``ADD``
   sets ``aioseq_numbering = if_not_exists(aioseq_numbering, :numbering)``, the conditional
   writes of the optimistic and transactional strategies ``SET`` it. No extra request, ever.
@@ -60,18 +60,13 @@ from aioseq.errors import (
 if TYPE_CHECKING:
     pass
 
-__all__ = [
-    "GUARD",
-    "check_recorded",
-    "guard_values",
-    "numbering_for",
-    "recorded_text",
-    "renumbered_value",
-]
+# The functions below are aioseq's own (the strategies' and admin's): this module's docstring
+# is the contract; nothing here is for callers to import.
+__all__: list[str] = []
 
 #: The condition every write of a counter item adds (``AND``) to its own: no numbering
 #: recorded yet, or the writer's. ``#numbering`` and ``:numbering`` come from
-#: [`guard_values()`][aioseq.numbering.guard_values].
+#: `guard_values()`.
 GUARD = "(attribute_not_exists(#numbering) OR #numbering = :numbering)"
 
 
@@ -87,7 +82,7 @@ def numbering_for(*, stride: int = 1, offset: int = 1, max_value: int = MAX_NUMB
 
 def guard_values(numbering: Numbering) -> tuple[dict[str, str], dict[str, AttributeValue]]:
     """The ``ExpressionAttributeNames`` and ``ExpressionAttributeValues``
-    [`GUARD`][aioseq.numbering.GUARD] (and a ``SET #numbering = :numbering``) uses, for
+    `GUARD` (and a ``SET #numbering = :numbering``) uses, for
     ``numbering``."""
     return {"#numbering": NUMBERING_ATTRIBUTE}, {":numbering": {"S": numbering.encode()}}
 
@@ -127,7 +122,7 @@ def check_recorded(
     Raises:
         NumberingMismatch: another numbering is recorded.
         CounterValueInvalid: the recorded numbering is unreadable (see
-            [`recorded_text()`][aioseq.numbering.recorded_text]).
+            `recorded_text()`).
     """
     text = recorded_text(item, key)
     if text is not None and text != requested.encode():

@@ -8,15 +8,16 @@ from typing import Any, TypeAlias
 
 from aioseq._coalesce import Waiter
 from aioseq._retry import Verdict
-from aioseq._values import check_item_size, check_key, deserialize, item_size, serialize
-from aioseq.config import (
-    MAX_NUMBER,
-    MAX_PARTITION_KEY_BYTES,
-    MAX_SORT_KEY_BYTES,
-    GroupCommit,
+from aioseq._values import (
     check_attribute_name,
+    check_item_size,
+    check_key,
     check_table_name,
+    deserialize,
+    item_size,
+    serialize,
 )
+from aioseq.config import MAX_NUMBER, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
