@@ -1,15 +1,16 @@
 """The one retry engine: every request aioseq sends runs through `RetryEngine.run()`.
 
-An engine is built once per [`RetryPolicy`][aioseq.RetryPolicy] (the store builds it) and holds
-tenacity's stop and wait objects (aiodynamo's frozen ``RetryConfig`` with its ``attempts()``
-loop; tenacity's ``AsyncRetrying``). The first attempt goes straight to the request: no retry
-machinery is entered, and nothing is allocated for it, until an attempt has failed. From then
-on tenacity runs the attempts, bounded by the policy, with full-jitter backoff (AWS
-Architecture Blog, "Exponential Backoff And Jitter").
+The first attempt goes straight to the request: no retry machinery is entered, and nothing is
+allocated for it, until an attempt has failed. Its failure starts tenacity's state machine
+(aiodynamo's ``attempts()`` loop; tenacity's ``AsyncRetrying``) from that outcome: the stop,
+wait and retry objects are built once per engine and composed as tenacity composes them
+(``stop_a | stop_b``): attempts spent, time since the first attempt, an unreachable endpoint.
+Waits are full-jitter backoffs (AWS Architecture Blog, "Exponential Backoff And Jitter").
 
-A caller supplies only how to classify a failed attempt (`Verdict`): retry after a
-backoff, retry at once, or fail. Whatever state carries from one attempt to the next (a value
-learnt from a lost race, a write in flight) lives in the attempt's closure or object.
+A caller supplies only how to classify a failed attempt (`Verdict`), read once per failure:
+retry after a backoff, retry at once, wait its turn, or fail. Whatever state carries from one
+attempt to the next (a value learnt from a lost race, a write in flight) lives in the
+attempt's closure or object.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState, RetryError
+from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState, RetryError
+from tenacity.retry import retry_base
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base
 
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import RetryPolicy
@@ -116,7 +120,7 @@ class RetryEngine:
         clock: what bounds are measured and waits are slept on (the store's).
     """
 
-    __slots__ = ("clock", "observer", "policy")
+    __slots__ = ("clock", "observer", "policy", "retry_if", "stop", "wait")
 
     def __init__(
         self, policy: RetryPolicy, observer: Observer | None = None, clock: Clock | None = None
@@ -124,6 +128,14 @@ class RetryEngine:
         self.policy = policy
         self.observer = observer
         self.clock: Clock = clock or LoopClock()
+        # tenacity's objects, built once and shared by every run (each reads its own run).
+        self.stop = (
+            _AttemptsSpent(policy.max_attempts)
+            | _Elapsed(policy.max_delay_secs)
+            | _Unreachable(policy.max_unreachable_secs)
+        )
+        self.wait = _Backoff()
+        self.retry_if = _Classified()
 
     def backoff_secs(self, n: int) -> float:
         """The wait before the retry that follows the ``n``-th failure that asked for a
@@ -171,16 +183,18 @@ class RetryEngine:
         try:
             return await attempt()
         except Exception as exc:
-            if classify(exc) is Verdict.FAIL:
+            verdict = classify(exc)
+            if verdict is Verdict.FAIL:
                 raise
             first = exc
-        run = _Run(self, attempt, first, classify, retries, counter_key, started, pause_secs)
-        return await run.go()
+        run = _Run(self, attempt, classify, retries, counter_key, started, pause_secs)
+        return await run.go(first, verdict)
 
 
 class _Run(Generic[T]):
-    """The retries of one `RetryEngine.run()` after its first attempt failed: tenacity's
-    ``AsyncRetrying`` with this run's classification, the engine's jitter and bounds."""
+    """The retries of one `RetryEngine.run()` after its first attempt failed: what the
+    engine's stop, wait and retry objects read of this run (its verdict on the last failure,
+    its pauses and backoffs, when it started), and tenacity's loop from that failure on."""
 
     __slots__ = (
         "ambiguous",
@@ -189,18 +203,17 @@ class _Run(Generic[T]):
         "classify",
         "counter_key",
         "engine",
-        "first",
         "pause_secs",
         "pauses",
         "retries",
         "started",
+        "verdict",
     )
 
     def __init__(
         self,
         engine: RetryEngine,
         attempt: Callable[[], Awaitable[T]],
-        first: Exception,
         classify: Classify,
         retries: Counter[str] | None,
         counter_key: str,
@@ -209,28 +222,49 @@ class _Run(Generic[T]):
     ) -> None:
         self.engine = engine
         self.attempt = attempt
-        self.first: Exception | None = first
         self.classify = classify
         self.retries = retries
         self.counter_key = counter_key
         self.started = started
         self.pause_secs = pause_secs
+        self.verdict = Verdict.RETRY  # on the last failure: read once, by _Classified
         self.backoffs = 0  # failures so far that asked for a backoff
         self.pauses = 0  # waits after attempts that sent nothing (Waiting): not attempts spent
-        # An attempt failed in a way that may hide its success.
-        self.ambiguous = isinstance(first, AioseqError) and first.maybe_applied
+        self.ambiguous = False  # an attempt failed in a way that may hide its success
 
-    async def go(self) -> T:
-        retrying = AsyncRetrying(
-            stop=self._stop,
-            wait=self._wait,
-            retry=self._retry,
-            before_sleep=self._before_sleep,
-            sleep=self.engine.clock.sleep,
+    async def go(self, first: Exception, verdict: Verdict) -> T:
+        engine = self.engine
+        retrying = _Retrying(
+            self,
+            stop=engine.stop,
+            wait=engine.wait,
+            retry=engine.retry_if,
+            before_sleep=_before_sleep,
+            sleep=engine.clock.sleep,
             reraise=False,
         )
+        retrying.begin()
+        state = RetryCallState(retry_object=retrying, fn=None, args=(), kwargs={})
+        self._failed(first)
+        self.verdict = verdict  # (the caller's classification of the first failure)
+        state.set_exception((type(first), first, first.__traceback__))
         try:
-            return await retrying(self._again)
+            while True:  # tenacity's AsyncRetrying.__call__, from the first failure on
+                do = await retrying.iter(retry_state=state)
+                if isinstance(do, DoAttempt):
+                    try:
+                        result = await self.attempt()
+                    except Exception as exc:
+                        self._failed(exc)
+                        self.verdict = self.classify(exc)
+                        state.set_exception((type(exc), exc, exc.__traceback__))
+                    else:
+                        state.set_result(result)
+                elif isinstance(do, DoSleep):
+                    state.prepare_for_next_attempt()
+                    await retrying.sleep(do)  # type: ignore[misc]
+                else:
+                    return do  # type: ignore[no-any-return]
         except AioseqError as exc:  # not retried: it ends the call, and says what may be written
             exc.maybe_applied = exc.maybe_applied or self.ambiguous
             raise
@@ -247,70 +281,123 @@ class _Run(Generic[T]):
                 last.attempt_number, error, maybe_applied=self.ambiguous
             ) from error
 
-    async def _again(self) -> T:
-        """tenacity's attempt: the first one replays the error already met, so the policy
-        counts it; the others call the attempt."""
-        if self.first is not None:
-            first, self.first = self.first, None
-            raise first
-        try:
-            return await self.attempt()
-        except AioseqError as exc:
-            self.ambiguous = self.ambiguous or exc.maybe_applied
-            raise
+    def _failed(self, exc: Exception) -> None:
+        if isinstance(exc, AioseqError) and exc.maybe_applied:
+            self.ambiguous = True
 
-    def _retry(self, state: RetryCallState) -> bool:
-        error = state.outcome.exception() if state.outcome is not None else None
-        return isinstance(error, Exception) and self.classify(error) is not Verdict.FAIL
 
-    def _stop(self, state: RetryCallState) -> bool:
-        policy = self.engine.policy
-        # Waiting its turn is not failing: it does not use up attempts (max_delay_secs still
-        # bounds the wait); a write that failed its condition does.
-        if state.attempt_number - self.pauses >= policy.max_attempts:
-            return True
-        elapsed = self.engine.clock.now() - self.started
-        if elapsed >= policy.max_delay_secs:
-            return True
-        error = state.outcome.exception() if state.outcome is not None else None
-        return isinstance(error, EndpointUnreachable) and elapsed >= policy.max_unreachable_secs
+class _Retrying(AsyncRetrying):
+    """tenacity's retrying object for one run: the engine's stop, wait and retry objects
+    find the run here (``retry_state.retry_object.run``)."""
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        verdict = self.classify(error) if isinstance(error, Exception) else Verdict.RETRY
+    def __init__(self, run: _Run[Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+
+
+def _run_of(state: RetryCallState) -> _Run[Any]:
+    retrying = state.retry_object
+    assert isinstance(retrying, _Retrying)
+    return retrying.run
+
+
+class _Classified(retry_base):
+    """Retry unless the run's verdict on the failure is `Verdict.FAIL` (classified once,
+    when the attempt failed)."""
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        if outcome is None or not outcome.failed:
+            return False
+        return _run_of(retry_state).verdict is not Verdict.FAIL
+
+
+class _AttemptsSpent(stop_base):
+    """Stop after ``max_attempts`` attempts, less the waits for a turn in a counter's queue
+    (attempts that sent nothing: `Waiting`)."""
+
+    def __init__(self, max_attempts: int) -> None:
+        self.max_attempts = max_attempts
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return retry_state.attempt_number - _run_of(retry_state).pauses >= self.max_attempts
+
+
+class _Elapsed(stop_base):
+    """Stop once ``secs`` have passed since the first attempt began, on the engine's clock."""
+
+    def __init__(self, secs: float) -> None:
+        self.secs = secs
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        run = _run_of(retry_state)
+        return run.engine.clock.now() - run.started >= self.secs
+
+
+class _Unreachable(stop_base):
+    """Stop on an endpoint that cannot be connected to at all
+    ([`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) once ``secs`` have passed
+    since the first attempt: such a request was never sent, and waiting out ``max_delay_secs``
+    only delays the error."""
+
+    def __init__(self, secs: float) -> None:
+        self.secs = secs
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        if outcome is None or not isinstance(outcome.exception(), EndpointUnreachable):
+            return False
+        run = _run_of(retry_state)
+        return run.engine.clock.now() - run.started >= self.secs
+
+
+class _Backoff(wait_base):
+    """The wait the run's verdict asks for: none (`Verdict.RETRY_NOW`), the caller's pause
+    jittered by +-10% (`Verdict.YIELD`), else a full-jitter backoff whose exponent counts
+    only the failures that asked for one (`RetryEngine.backoff_secs()`)."""
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        run = _run_of(retry_state)
+        verdict = run.verdict
         if verdict is Verdict.RETRY_NOW:
             return 0.0
+        engine = run.engine
         if verdict is Verdict.YIELD:
-            if isinstance(error, Waiting):
-                self.pauses += 1
-            policy = self.engine.policy
-            pause = self.pause_secs() if self.pause_secs else policy.initial_backoff_secs
+            if isinstance(
+                retry_state.outcome.exception() if retry_state.outcome else None, Waiting
+            ):
+                run.pauses += 1
+            pause = run.pause_secs() if run.pause_secs else engine.policy.initial_backoff_secs
             return pause * random.uniform(0.9, 1.1)
-        self.backoffs += 1
-        return self.engine.backoff_secs(self.backoffs)
+        run.backoffs += 1
+        return engine.backoff_secs(run.backoffs)
 
-    def _before_sleep(self, state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome is not None else None
-        if error is None:
-            return
-        why = reason(error)
-        if self.retries is not None:
-            self.retries[why] += 1
-        wait_secs = state.next_action.sleep if state.next_action is not None else 0.0
-        log.debug(
-            "counter %r: attempt %d failed (%s); retrying in %.3f s",
-            self.counter_key,
-            state.attempt_number,
-            why,
-            wait_secs,
+
+def _before_sleep(retry_state: RetryCallState) -> None:
+    """Count the retry under `reason()`, log it and report it to the observer."""
+    run = _run_of(retry_state)
+    outcome = retry_state.outcome
+    error = outcome.exception() if outcome is not None else None
+    if error is None:
+        return
+    why = reason(error)
+    if run.retries is not None:
+        run.retries[why] += 1
+    wait_secs = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+    log.debug(
+        "counter %r: attempt %d failed (%s); retrying in %.3f s",
+        run.counter_key,
+        retry_state.attempt_number,
+        why,
+        wait_secs,
+    )
+    observer = run.engine.observer
+    if observer is not None:
+        event = RetryEvent(
+            counter_key=run.counter_key,
+            reason=why,
+            conflict=is_conflict_reason(why),
+            attempt=retry_state.attempt_number,
+            wait_secs=wait_secs,
         )
-        observer = self.engine.observer
-        if observer is not None:
-            event = RetryEvent(
-                counter_key=self.counter_key,
-                reason=why,
-                conflict=is_conflict_reason(why),
-                attempt=state.attempt_number,
-                wait_secs=wait_secs,
-            )
-            notify(observer.on_retry, event)
+        notify(observer.on_retry, event)
