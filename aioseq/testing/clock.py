@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 __all__ = ["ManualClock"]
 
@@ -18,18 +17,13 @@ class ManualClock:
 
     Parameters:
         now: the time to start at, in seconds.
-        on_sleep: awaited with each sleep's seconds before the clock moves (a rival's write
-            during a backoff, say).
 
     Attributes:
         slept: every sleep's seconds, in order.
     """
 
-    def __init__(
-        self, now: float = 0.0, *, on_sleep: Callable[[float], Awaitable[None]] | None = None
-    ) -> None:
+    def __init__(self, now: float = 0.0) -> None:
         self._now = now
-        self._on_sleep = on_sleep
         self.slept: list[float] = []
 
     def now(self) -> float:
@@ -43,8 +37,6 @@ class ManualClock:
 
     async def sleep(self, secs: float) -> None:
         self.slept.append(secs)
-        if self._on_sleep is not None:
-            await self._on_sleep(secs)
         await asyncio.sleep(0)  # other tasks run, as they would during a real wait
         self._now += max(0.0, secs)
 
