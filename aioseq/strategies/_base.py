@@ -1,8 +1,16 @@
-"""What every strategy object shares: its store, its counter key, its statistics."""
+"""The strategy base classes, each holding what its strategies use:
+
+- `Strategy`: every strategy (its store, counter key, limit, numbering, loop, statistics);
+- `GroupCommitStrategy`: those that write through the group-commit skeleton (sort-key,
+  optimistic, transactional): the in-flight limit, the group, lost-answer accounting;
+- `ConditionalCounterStrategy`: those that move the counter item with a conditional write
+  (optimistic, transactional): the counter item as last seen and its queue of writers.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -14,12 +22,9 @@ from aioseq._retry import Classify
 from aioseq._values import Numbering, check_count, check_key, parse_counter
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
-from aioseq.errors import (
-    ConfigurationError,
-    StoreClosed,
-)
+from aioseq.errors import ConfigurationError, StoreClosed
 from aioseq.numbering import numbering_for
-from aioseq.strategies._counter_item import CounterItem
+from aioseq.strategies._counter_item import CounterItem, TrackedCounterItem
 from aioseq.strategies._recent_writes import LostAnswers
 from aioseq.types import CounterStatistics
 
@@ -53,40 +58,30 @@ def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:
 
 
 class Strategy:
-    """Base of the strategy classes: binds a store and a key, counts what it does.
+    """Base of the strategy classes: binds a store and a counter key, counts what it does.
 
     Parameters:
         store: the [`DynamoStore`][aioseq.DynamoStore] to send requests through.
         key: the counter key (partition key value): a non-empty ``str`` of at most 2048 UTF-8
             bytes; any characters (it is sent as a value, never inside an expression).
         max_value: the highest number this object hands out (1 .. ``10**38 - 1``, the
-            default); pass [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] (2**53 - 1) for
+            default); pass [`MAX_SAFE_INTEGER`][aioseq.MAX_SAFE_INTEGER] (2**53 - 1) for
             numbers that JavaScript reads exactly. Past it,
-            [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] is raised and nothing is written:
-            every write is conditional on the value it replaces, so the counter never passes it.
-        max_in_flight: for the strategies whose writes are conditional, how many calls on this
-            object may race for the next number at once; the others wait in FIFO
-            order. Calls in one process racing each other only burn writes (one winner per
-            round trip, O(C**2) requests for C callers), so the default is 1; raise it to
-            measure contention. ``None``: no limit.
-
+            [`NumberOutOfRange`][aioseq.errors.NumberOutOfRange] is raised and nothing is written.
         numbering: the [`Numbering`][aioseq.Numbering] recorded on the counter item and required
-            there (default: ``stride=1 offset=1`` with ``max_value``, as the strategies hand
-            out the counter's values themselves; a [`BlockAllocator`][aioseq.BlockAllocator] passes
-            its own to the atomic counter it owns).
+            there (default: ``stride=1 offset=1`` with ``max_value``; a
+            [`BlockAllocator`][aioseq.BlockAllocator] passes its own to the atomic counter it
+            owns). A counter item that recorded another raises
+            [`NumberingMismatch`][aioseq.errors.NumberingMismatch].
         adopt: whether the store takes this object in, to close it with itself (``False``
-            for the atomic counter a block allocator owns and closes: the store takes the
-            allocator in, and a closed store refuses the counter's calls all the same).
-
-    The object's [`numbering`][aioseq.AtomicCounter.numbering] is ``stride=1 offset=1`` with its
-    ``max_value`` unless ``numbering`` says otherwise. Those with a counter item record it there on
-    the first write and refuse a counter item that recorded another
-    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]; see
-    [`aioseq.numbering`][aioseq.numbering]).
+            for the atomic counter a block allocator owns and closes).
 
     Raises:
-        ConfigurationError: a bad key, ``max_value`` or ``max_in_flight``.
+        ConfigurationError: a bad key, ``max_value`` or ``numbering``.
     """
+
+    #: The wait before a retry the engine classified `Verdict.YIELD` (None: the policy's).
+    _pause_secs: Callable[[], float] | None = None
 
     def __init__(
         self,
@@ -94,7 +89,6 @@ class Strategy:
         key: str,
         *,
         max_value: int = MAX_NUMBER,
-        max_in_flight: int | None = 1,
         numbering: Numbering | None = None,
         adopt: bool = True,
     ) -> None:
@@ -102,18 +96,9 @@ class Strategy:
         self.max_value = check_count(max_value, "max_value")
         if numbering is not None and not isinstance(numbering, Numbering):
             raise ConfigurationError(f"numbering must be a Numbering: {numbering!r}")
-        #: The counter item: its state as last seen, the numbering and limit its writes check.
         self._item = CounterItem(
             store, self.key, numbering or numbering_for(max_value=max_value), self.max_value
         )
-        if max_in_flight is not None:
-            check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
-        self.max_in_flight = max_in_flight
-        self._in_flight = asyncio.Semaphore(max_in_flight) if max_in_flight else None
-        # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
-        # then may this object queue on its counter item (one place per writer).
-        self._item.turn.enabled = max_in_flight == 1
-        self._group: Coalescer[Any, Any] | None = None  # the group-commit coalescer, if grouped
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
         self.store = store
@@ -122,10 +107,7 @@ class Strategy:
         self._numbers = 0  # numbers handed out
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now
-        self._waiting_in_flight = 0  # calls waiting for a place in flight (max_in_flight)
         self._retries: Counter[str] = Counter()
-        #: Writes whose answer was lost: resolved by the token ring, counted.
-        self._lost = LostAnswers(self.key, store.table, store.observer)
 
     @property
     def numbering(self) -> Numbering:
@@ -140,13 +122,7 @@ class Strategy:
         """A frozen snapshot of what this object has done."""
         retries = dict(self._retries)
         conflicts = sum(n for reason, n in retries.items() if _retry.is_conflict_reason(reason))
-        return CounterStatistics(
-            numbers=self._numbers,
-            retries=retries,
-            conflicts=conflicts,
-            recovered=self._lost.recovered,
-            unresolved=self._lost.unresolved,
-        )
+        return CounterStatistics(numbers=self._numbers, retries=retries, conflicts=conflicts)
 
     def __repr__(self) -> str:
         s = self.statistics()
@@ -164,6 +140,23 @@ class Strategy:
             raise StoreClosed(f"{type(self).__name__}({self.key!r}): its DynamoStore is closed")
         self._binding.check()
 
+    async def _retry(
+        self, attempt: Callable[[], Awaitable[T]], classify: Classify = _retry.transient
+    ) -> T:
+        """Run ``attempt`` under the store's retry engine."""
+        self._running += 1
+        try:
+            return await self.store.retry.run(
+                attempt,
+                classify=classify,
+                retries=self._retries,
+                counter_key=self.key,
+                pause_secs=self._pause_secs,
+            )
+        finally:
+            self._running -= 1
+            self._calls += 1
+
     # --- managed by the store (aioseq.contracts.Managed) -------------------------------------
 
     @property
@@ -177,15 +170,11 @@ class Strategy:
         return (self._calls, self._numbers)
 
     def busy(self) -> bool:
-        """A request running, calls waiting in its group, or a commit in flight."""
-        group = self._group
-        return bool(self._running) or (group is not None and (group.flushing or bool(group.queue)))
+        """A request running."""
+        return bool(self._running)
 
     async def evict(self) -> NumbersHeld:
-        """Forget the counter item it last saw (a caller that still holds this object reads
-        it again on its next call). No request; nothing returned, nothing wasted."""
-        self._item.saw(None, known=False)
-        self._item.give_up(self._wants_place)  # (none normally: commits give theirs up)
+        """Nothing to forget: no request, nothing returned, nothing wasted."""
         return NumbersHeld()
 
     def abandon(self) -> None:
@@ -196,147 +185,12 @@ class Strategy:
         return NumbersHeld()
 
     async def aclose(self) -> None:
-        """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]); when grouped, let the
-        group in flight finish and fail the callers still waiting with ``StoreClosed``. Idempotent.
+        """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]). Idempotent; no request.
         [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] calls it for every object made on the
-        store. Requests: none, unless it holds a place in the counter's queue, which it takes
-        out (an ``UpdateItem``, a ``GetItem`` first when the queue is not known)."""
+        store."""
         self._closed = True
-        if self._group is not None:
-            await self._group.close()
-        self._lost.seen(None, last=True)  # writes given up on and never judged: counted
-        await self._item.leave()  # a place in the counter's queue nobody will use
 
-    def _grouper(
-        self,
-        flush: Callable[[list[Waiter[Any, Any]]], Awaitable[None]],
-        group: GroupCommit | bool,
-        *,
-        largest: int | None,
-    ) -> Coalescer[Any, Any] | None:
-        """The coalescer of a strategy's group mode (``None`` when ungrouped): one flush in
-        flight, batches of at most ``largest`` (the strategy's limit) or the group's
-        ``max_size`` callers.
-
-        Raises:
-            ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``, or asks for
-                groups larger than ``largest``.
-        """
-        grouping = group_commit(group)
-        asked = grouping.max_size if grouping is not None else None
-        if largest is not None and asked is not None and asked > largest:
-            raise ConfigurationError(
-                f"{type(self).__name__} commits at most {largest} calls per request:"
-                f" GroupCommit(max_size={asked})"
-            )
-        if grouping is None:
-            return None
-        self._item.turn.enabled = True  # one flush, so one write, at a time
-        return Coalescer(
-            flush,
-            max_batch=grouping.max_size or largest,
-            window_secs=float(grouping.window_secs),
-            name=f"{type(self).__name__}({self.key!r}, group=True)",
-        )
-
-    async def _through(
-        self,
-        group: Coalescer[R, T] | None,
-        commit: Callable[[list[Waiter[R, T]]], Awaitable[None]],
-        request: R,
-    ) -> T:
-        """Serve one call: through the group's coalescer when grouped, else by committing a
-        group of one in the caller's own task (the same commit code either way)."""
-        if group is not None:
-            return await group.submit(request)
-        waiter: Waiter[R, T] = Waiter(request, asyncio.get_running_loop().create_future())
-        try:
-            await commit([waiter])
-        except BaseException:
-            if waiter.future.done() and not waiter.future.cancelled():
-                waiter.future.exception()  # retrieved: the error raised here supersedes it
-            raise
-        return waiter.future.result()
-
-    async def _retry(
-        self,
-        attempt: Callable[[], Awaitable[T]],
-        classify: Classify = _retry.transient,
-    ) -> T:
-        """Run ``attempt`` under the store's retry engine, once a place in flight is free
-        (ungrouped objects with ``max_in_flight``: a group's coalescer already runs one commit
-        at a time)."""
-        run = self.store.retry.run
-        self._running += 1
-        try:
-            # (A group: one commit at a time already.)
-            in_flight = self._in_flight if self._group is None else None
-            if in_flight is not None:
-                self._waiting_in_flight += 1
-                try:
-                    await in_flight.acquire()
-                finally:
-                    self._waiting_in_flight -= 1
-            try:
-                return await run(
-                    attempt,
-                    classify=classify,
-                    retries=self._retries,
-                    counter_key=self.key,
-                    pause_secs=self._item.turn.pause_secs,
-                )
-            finally:
-                if in_flight is not None:
-                    in_flight.release()
-        finally:
-            self._running -= 1
-            self._calls += 1
-
-    def _top_up(self, batch: list[Waiter[Any, Any]], room: int, size: Callable[[Any], int]) -> None:
-        """Add to ``batch`` the callers waiting in this object's group whose numbers fit in
-        ``room`` (the size its place in the counter's queue was taken for, less what
-        ``batch`` takes): the writers behind predicted that size, and the callers a commit
-        was queued for may have gone (a deadline), so those behind them take their place."""
-        group = self._group
-        if group is None or room <= 0:
-            return
-        left = room
-        callers = sum(w.waiting for w in batch)
-
-        def fits(request: Any) -> bool:
-            nonlocal left, callers
-            wanted = size(request)
-            if wanted > left or (group.max_batch is not None and callers >= group.max_batch):
-                return False
-            left -= wanted
-            callers += 1
-            return True
-
-        batch.extend(group.claim(fits))
-
-    def _keep_place(self, batch: list[Waiter[Any, Any]], *, failed: bool) -> None:
-        """After a commit: keep this object's place in the counter's queue while callers still
-        wait for a write (the next commit uses it), else give it up, off the callers' path
-        (`CounterItem.give_up()`). ``batch``: the commit's callers; ``failed``: it raised
-        (its callers get its error, so they no longer wait)."""
-        if not self._item.turn.holds:
-            return
-        group = self._group
-        # Ungrouped, the next caller waiting for its turn inherits the place.
-        queued = group.queue if group is not None else ()
-        waiting = any(w.waiting for w in queued) or self._waiting_in_flight > 0
-        if self._closed or not (waiting or (not failed and any(w.waiting for w in batch))):
-            self._item.give_up(self._wants_place)  # (False once closed)
-
-    def _wants_place(self) -> bool:
-        """Whether callers wait for a write of this object's, or one is being made."""
-        if self._closed:
-            return False
-        group = self._group
-        if group is not None:
-            return group.flushing or any(w.waiting for w in group.queue)
-        # (a call that found the turn free took it without waiting: it runs)
-        return self._running > 0 or self._waiting_in_flight > 0
+    # --- reads -------------------------------------------------------------------------------
 
     async def exists(self) -> bool:
         """Whether the counter exists: its counter item is there (made by the first number
@@ -366,3 +220,230 @@ class Strategy:
         self._check_open()
         item = await self._retry(self._item.read)
         return parse_counter(item, self.key, self.store.table.value_attribute)
+
+
+class GroupCommitStrategy(Strategy):
+    """Base of the strategies that write through the group-commit skeleton
+    (`aioseq.strategies._group_commit`): grouped, or one call per commit under an in-flight
+    limit; writes whose answer was lost are resolved and counted.
+
+    Parameters:
+        store, key, max_value: see `Strategy`.
+        max_in_flight: ungrouped, how many calls on this object may race for the next number
+            at once; the others wait in FIFO order. Calls in one process racing each other
+            only burn writes (one winner per round trip, O(C**2) requests for C callers), so
+            the default is 1; raise it to measure contention. ``None``: no limit.
+
+    Raises:
+        ConfigurationError: a bad key, ``max_value`` or ``max_in_flight``.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        *,
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+    ) -> None:
+        super().__init__(store, key, max_value=max_value)
+        if max_in_flight is not None:
+            check_count(max_in_flight, "max_in_flight", maximum=1_000_000)
+        self.max_in_flight = max_in_flight
+        self._in_flight = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        self._waiting_in_flight = 0  # calls waiting for a place in flight
+        self._group: Coalescer[Any, Any] | None = None  # the group-commit coalescer, if grouped
+        #: Writes whose answer was lost: resolved by the token ring, counted.
+        self._lost = LostAnswers(self.key, store.table, store.observer)
+
+    def statistics(self) -> CounterStatistics:
+        """A frozen snapshot of what this object has done."""
+        lost = self._lost
+        return dataclasses.replace(
+            super().statistics(), recovered=lost.recovered, unresolved=lost.unresolved
+        )
+
+    def busy(self) -> bool:
+        """A request running or waiting in flight, calls waiting in its group, or a commit in
+        flight."""
+        group = self._group
+        return (
+            super().busy()
+            or self._waiting_in_flight > 0
+            or (group is not None and (group.flushing or bool(group.queue)))
+        )
+
+    async def aclose(self) -> None:
+        """Refuse new calls ([`StoreClosed`][aioseq.errors.StoreClosed]); when grouped, let the
+        group in flight finish and fail the callers still waiting with ``StoreClosed``.
+        Idempotent. [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] calls it for every
+        object made on the store."""
+        await super().aclose()
+        if self._group is not None:
+            await self._group.close()
+        self._lost.seen(None, last=True)  # writes given up on and never judged: counted
+
+    async def _retry(
+        self, attempt: Callable[[], Awaitable[T]], classify: Classify = _retry.transient
+    ) -> T:
+        """Run ``attempt`` under the store's retry engine, once a place in flight is free
+        (ungrouped, with ``max_in_flight``: a group's coalescer runs one commit at a time)."""
+        in_flight = self._in_flight if self._group is None else None
+        if in_flight is None:
+            return await super()._retry(attempt, classify)
+        self._waiting_in_flight += 1
+        try:
+            await in_flight.acquire()
+        finally:
+            self._waiting_in_flight -= 1
+        try:
+            return await super()._retry(attempt, classify)
+        finally:
+            in_flight.release()
+
+    def _grouper(
+        self,
+        flush: Callable[[list[Waiter[Any, Any]]], Awaitable[None]],
+        group: GroupCommit | bool,
+        *,
+        largest: int | None,
+    ) -> Coalescer[Any, Any] | None:
+        """The coalescer of a strategy's group mode (``None`` when ungrouped): one flush in
+        flight, batches of at most ``largest`` (the strategy's limit) or the group's
+        ``max_size`` callers.
+
+        Raises:
+            ConfigurationError: ``group`` is neither a bool nor a ``GroupCommit``, or asks for
+                groups larger than ``largest``.
+        """
+        grouping = group_commit(group)
+        asked = grouping.max_size if grouping is not None else None
+        if largest is not None and asked is not None and asked > largest:
+            raise ConfigurationError(
+                f"{type(self).__name__} commits at most {largest} calls per request:"
+                f" GroupCommit(max_size={asked})"
+            )
+        if grouping is None:
+            return None
+        return Coalescer(
+            flush,
+            max_batch=grouping.max_size or largest,
+            window_secs=float(grouping.window_secs),
+            name=f"{type(self).__name__}({self.key!r}, group=True)",
+        )
+
+    async def _through(
+        self,
+        group: Coalescer[R, T] | None,
+        commit: Callable[[list[Waiter[R, T]]], Awaitable[None]],
+        request: R,
+    ) -> T:
+        """Serve one call: through the group's coalescer when grouped, else by committing a
+        group of one in the caller's own task (the same commit code either way)."""
+        if group is not None:
+            return await group.submit(request)
+        waiter: Waiter[R, T] = Waiter(request, asyncio.get_running_loop().create_future())
+        try:
+            await commit([waiter])
+        except BaseException:
+            if waiter.future.done() and not waiter.future.cancelled():
+                waiter.future.exception()  # retrieved: the error raised here supersedes it
+            raise
+        return waiter.future.result()
+
+
+class ConditionalCounterStrategy(GroupCommitStrategy):
+    """Base of the strategies that move the counter item with a conditional write on the value
+    last seen (optimistic, transactional): they keep that item, and queue on it across
+    processes when one write of theirs is on its way at a time (`aioseq.strategies._turn`).
+
+    Parameters: as `GroupCommitStrategy`.
+    """
+
+    _item: TrackedCounterItem
+
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        *,
+        max_value: int = MAX_NUMBER,
+        max_in_flight: int | None = 1,
+    ) -> None:
+        super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
+        self._item = TrackedCounterItem(store, self.key, self._item.numbering, self.max_value)
+        # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
+        # then may this object queue on its counter item (one place per writer).
+        self._item.turn.enabled = max_in_flight == 1
+        self._pause_secs = self._item.turn.pause_secs
+
+    def _grouper(
+        self,
+        flush: Callable[[list[Waiter[Any, Any]]], Awaitable[None]],
+        group: GroupCommit | bool,
+        *,
+        largest: int | None,
+    ) -> Coalescer[Any, Any] | None:
+        coalescer = super()._grouper(flush, group, largest=largest)
+        if coalescer is not None:
+            self._item.turn.enabled = True  # one flush, so one write, at a time
+        return coalescer
+
+    async def evict(self) -> NumbersHeld:
+        """Forget the counter item it last saw (a caller that still holds this object reads
+        it again on its next call). No request; nothing returned, nothing wasted."""
+        self._item.saw(None, known=False)
+        self._item.give_up(self._wants_place)  # (none normally: commits give theirs up)
+        return NumbersHeld()
+
+    async def aclose(self) -> None:
+        """As `GroupCommitStrategy.aclose()`, then takes a place it holds in the counter's
+        queue out (an ``UpdateItem``, a ``GetItem`` first when the queue is not known)."""
+        await super().aclose()
+        await self._item.leave()  # a place in the counter's queue nobody will use
+
+    def _top_up(self, batch: list[Waiter[Any, Any]], room: int, size: Callable[[Any], int]) -> None:
+        """Add to ``batch`` the callers waiting in this object's group whose numbers fit in
+        ``room`` (the size its place in the counter's queue was taken for, less what
+        ``batch`` takes): the writers behind predicted that size, and the callers a commit
+        was queued for may have gone (a deadline), so those behind them take their place."""
+        group = self._group
+        if group is None or room <= 0:
+            return
+        left = room
+        callers = sum(w.waiting for w in batch)
+
+        def fits(request: Any) -> bool:
+            nonlocal left, callers
+            wanted = size(request)
+            if wanted > left or (group.max_batch is not None and callers >= group.max_batch):
+                return False
+            left -= wanted
+            callers += 1
+            return True
+
+        batch.extend(group.claim(fits))
+
+    def _keep_place(self, batch: list[Waiter[Any, Any]], *, failed: bool) -> None:
+        """After a commit: keep this object's place in the counter's queue while callers still
+        wait for a write (the next commit uses it), else give it up, off the callers' path
+        (`TrackedCounterItem.give_up()`). ``batch``: the commit's callers; ``failed``: it
+        raised (its callers get its error, so they no longer wait)."""
+        if not self._item.turn.holds:
+            return
+        group = self._group
+        # Ungrouped, the next caller waiting for its turn inherits the place.
+        queued = group.queue if group is not None else ()
+        waiting = any(w.waiting for w in queued) or self._waiting_in_flight > 0
+        if self._closed or not (waiting or (not failed and any(w.waiting for w in batch))):
+            self._item.give_up(self._wants_place)  # (False once closed)
+
+    def _wants_place(self) -> bool:
+        """Whether callers wait for a write of this object's, or one is being made."""
+        if self._closed:
+            return False
+        group = self._group
+        if group is not None:
+            return group.flushing or any(w.waiting for w in group.queue)
+        # (a call that found the turn free took it without waiting: it runs)
+        return self._running > 0 or self._waiting_in_flight > 0

@@ -1,7 +1,7 @@
-"""The counter item of one key as a strategy last saw it, and the checks each of its
-conditional writes makes (the numbering it records, ``max_value``): one object, used by the
-optimistic and transactional strategies (their writes are conditional on the value last seen)
-and by every strategy for ``exists()`` / ``current()``.
+"""A counter's counter item: `CounterItem` is where it is and the limits a write must keep
+(every strategy); `TrackedCounterItem` adds the item as last seen and this writer's place in
+its queue (the optimistic and transactional strategies: their writes are conditional on the
+value last seen).
 """
 
 from __future__ import annotations
@@ -16,15 +16,11 @@ from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, N
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token, turns_of
 from aioseq.strategies._turn import Turn, TurnHeld
 
-__all__ = ["CounterItem"]
+__all__ = ["CounterItem", "TrackedCounterItem"]
 
 
 class CounterItem:
-    """Counter ``key``'s counter item in ``store``'s table, as last seen.
-
-    A conditional write on the value last seen is always safe: if another writer moved the
-    counter, the condition fails and its ``ALL_OLD`` item (passed to `saw()`) corrects
-    the guess, with no second read.
+    """Counter ``key``'s counter item in ``store``'s table.
 
     Parameters:
         store: where the counter item lives.
@@ -33,19 +29,13 @@ class CounterItem:
         max_value: the highest number a write may take.
     """
 
-    __slots__ = ("_known", "_seen", "key", "max_value", "numbering", "store", "turn")
+    __slots__ = ("key", "max_value", "numbering", "store")
 
     def __init__(self, store: Store, key: str, numbering: Numbering, max_value: int) -> None:
         self.store = store
         self.key = key
         self.numbering = numbering
         self.max_value = max_value
-        # The item as last seen (read, written, or returned by a failed condition); _known is
-        # False until the first read and after a failure that returned nothing.
-        self._seen: dict[str, Any] | None = None
-        self._known = False
-        #: This writer's side of the counter's queue of writers (fairness across processes).
-        self.turn = Turn(store, key)
 
     @property
     def primary_key(self) -> dict[str, Any]:
@@ -55,15 +45,53 @@ class CounterItem:
     async def read(self) -> dict[str, Any] | None:
         """One strongly consistent ``GetItem`` of the counter item (1 RCU; one attempt: run
         it under the retry engine); ``None`` if it does not exist."""
-        started = self.turn.clock.now()
         response = await self.store.call(
             "get_item",
             TableName=self.store.table.name,
             Key=self.primary_key,
             ConsistentRead=True,
         )
-        self.turn.sent(self.turn.clock.now() - started)
         item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def check_number(self, n: int) -> int:
+        """``n`` if it is at most `max_value` (and 38 digits).
+
+        Raises:
+            NumberOutOfRange: it is not.
+        """
+        if n > self.max_value:
+            raise NumberOutOfRange(n, f"{n} is above max_value {self.max_value}")
+        number(n)
+        return n
+
+
+class TrackedCounterItem(CounterItem):
+    """Counter ``key``'s counter item as last seen, and this writer's place in its queue.
+
+    A conditional write on the value last seen is always safe: if another writer moved the
+    counter, the condition fails and its ``ALL_OLD`` item (passed to `saw()`) corrects
+    the guess, with no second read.
+
+    Parameters: as `CounterItem`.
+    """
+
+    __slots__ = ("_known", "_seen", "turn")
+
+    def __init__(self, store: Store, key: str, numbering: Numbering, max_value: int) -> None:
+        super().__init__(store, key, numbering, max_value)
+        # The item as last seen (read, written, or returned by a failed condition); _known is
+        # False until the first read and after a failure that returned nothing.
+        self._seen: dict[str, Any] | None = None
+        self._known = False
+        #: This writer's side of the counter's queue of writers (fairness across processes).
+        self.turn = Turn(store, key)
+
+    async def read(self) -> dict[str, Any] | None:
+        """As `CounterItem.read()`; its round trip is timed for the queue's pace."""
+        started = self.turn.clock.now()
+        item = await super().read()
+        self.turn.sent(self.turn.clock.now() - started)
         return item
 
     async def last_seen(self) -> CounterState:
@@ -147,17 +175,6 @@ class CounterItem:
         writes = (item or {}).get(WRITES_ATTRIBUTE, {}).get("N")
         if known and writes is not None and writes.isdigit():
             self.turn.observed(int(writes))
-
-    def check_number(self, n: int) -> int:
-        """``n`` if it is at most `max_value` (and 38 digits).
-
-        Raises:
-            NumberOutOfRange: it is not.
-        """
-        if n > self.max_value:
-            raise NumberOutOfRange(n, f"{n} is above max_value {self.max_value}")
-        number(n)
-        return n
 
     def new_write(self, before: CounterState, n: int) -> CounterWrite:
         """A conditional write that takes the ``n`` numbers after ``before``, with a fresh

@@ -96,9 +96,7 @@ class AtomicCounter(Strategy):
         adopt: bool = True,
     ) -> None:
         # ADD never loses a race: no turns to take.
-        super().__init__(
-            store, key, max_value=max_value, max_in_flight=None, numbering=numbering, adopt=adopt
-        )
+        super().__init__(store, key, max_value=max_value, numbering=numbering, adopt=adopt)
         # The request's parts that never change, built once (key, expressions, names, the
         # constant values); next_many fills in ``:n`` and ``:limit``, next() sends _one as is.
         table = self.store.table

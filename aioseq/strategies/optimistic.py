@@ -11,7 +11,7 @@ from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled
-from aioseq.strategies._base import Strategy
+from aioseq.strategies._base import ConditionalCounterStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import counter_write_verdict
 from aioseq.strategies._recent_writes import CounterWrite
@@ -24,7 +24,7 @@ WriteForm = Literal["update", "put"]
 Take = Waiter[int, range]
 
 
-class OptimisticCounter(Strategy):
+class OptimisticCounter(ConditionalCounterStrategy):
     """Numbers from a read of the counter item and a write that succeeds only if nobody wrote in
     between ("Read the number 1, try to write 2, fail if the source value is not still 1":
     the DynamoCounter write-up, and the ``NextId`` table of the StackOverflow answer it cites).
@@ -78,7 +78,7 @@ class OptimisticCounter(Strategy):
     grow: prefer the atomic counter for raw numbers.
 
     Parameters:
-        store, key, max_in_flight: see `Strategy`.
+        store, key, max_in_flight: see `GroupCommitStrategy`.
         write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
         max_value: the highest number handed out (see
             `Strategy`).

@@ -19,7 +19,7 @@ from aioseq.errors import (
     TransactionCanceled,
 )
 from aioseq.formatting import zero_pad
-from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy
+from aioseq.strategies._base import MAX_TRANSACTION_BYTES, GroupCommitStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import is_conflict, is_decisive, item_put_verdict
 from aioseq.strategies._recent_writes import new_token
@@ -34,7 +34,7 @@ OnConflict = Literal["increment", "requery"]
 Put = Waiter[Item, int]
 
 
-class SortKeyCounter(Strategy):
+class SortKeyCounter(GroupCommitStrategy):
     """Numbers that are the sort keys of the items they number, in one item collection.
 
     The highest sort key in the collection is the last number used (AWS Database Blog,
@@ -87,8 +87,8 @@ class SortKeyCounter(Strategy):
         on_conflict: ``"requery"`` or ``"increment"``.
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
-        max_value: the highest number used (see `Strategy`).
-        max_in_flight: see `Strategy`.
+        max_value: the highest number used (see `GroupCommitStrategy`).
+        max_in_flight: see `GroupCommitStrategy`.
         group: group commit of concurrent puts, a [`GroupCommit`][aioseq.GroupCommit]
             (``True``, the default, is ``GroupCommit()``; ``False``: one put per call): the
             waiting items (up to ``max_size`` <= 100 and ~4 MB) are numbered after one

@@ -26,7 +26,7 @@ from aioseq.errors import (
     TransactionCanceled,
     ValidationFailed,
 )
-from aioseq.strategies._base import MAX_TRANSACTION_BYTES, Strategy
+from aioseq.strategies._base import MAX_TRANSACTION_BYTES, ConditionalCounterStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import counter_write_verdict, is_decisive
 from aioseq.strategies._recent_writes import CounterWrite
@@ -45,7 +45,7 @@ Put = Waiter[ItemSpec, int]
 _ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
 
-class TransactionalCounter(Strategy):
+class TransactionalCounter(ConditionalCounterStrategy):
     """Gapless numbers: the counter update and the numbered item commit together or not at all.
 
     Bite-Sized Serverless, "Reliable Auto-Incrementing Integers in DynamoDB": read the counter
@@ -125,7 +125,7 @@ class TransactionalCounter(Strategy):
             mapping (default ``"number"``).
         max_value: the highest number handed out (see
             `Strategy`).
-        max_in_flight: see `Strategy`.
+        max_in_flight: see `GroupCommitStrategy`.
         group: group commit of concurrent puts (see above), a
             [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
