@@ -124,7 +124,8 @@ async def open_client(
         read_timeout=read_timeout_secs,
         retries={"mode": "standard", "total_max_attempts": 1},
         # aioseq builds its requests (the hot ones from templates checked once, when built)
-        # and checks what callers pass to DynamoStore.call() itself (BotocoreTransport.validate).
+        # and checks what callers pass to DynamoStore.send_once() itself
+        # (BotocoreTransport.validate).
         parameter_validation=False,
     )
     stack = AsyncExitStack()

@@ -187,8 +187,9 @@ class DynamoStore:
 
         botocore's own retries are switched off (``total_max_attempts=1``): ``retry_policy`` is
         the only retry policy that runs; so is botocore's per-call parameter check: aioseq checks
-        its requests once, when it builds them, and [`call()`][aioseq.DynamoStore.call] checks
-        what its caller passes (a request sent on ``store.client`` directly is not checked).
+        its requests once, when it builds them, and
+        [`send_once()`][aioseq.DynamoStore.send_once] checks what its caller passes (a request
+        sent on ``store.client`` directly is not checked).
 
         Parameters:
             table: the table's name or [`TableSpec`][aioseq.TableSpec].
@@ -562,10 +563,10 @@ class DynamoStore:
         hook, so a borrowed client's own retries count too. A copy."""
         return self.transport.requests
 
-    async def call(self, operation: str, **params: Any) -> dict[str, Any]:
+    async def send_once(self, operation: str, **params: Any) -> dict[str, Any]:
         """Send one DynamoDB API request (``operation`` as botocore's method name, e.g.
         ``"update_item"``) and return its response: one attempt, no retries (see
-        [`request()`][aioseq.DynamoStore.request]).
+        [`send_with_retries()`][aioseq.DynamoStore.send_with_retries]).
 
         Raises:
             StoreClosed: after [`aclose()`][aioseq.DynamoStore.aclose] (with ``maybe_applied`` if
@@ -579,24 +580,25 @@ class DynamoStore:
         self.transport.validate(operation, params)
         return await self.transport.send(operation, params)
 
-    async def request(self, operation: str, **params: Any) -> dict[str, Any]:
-        """[`call()`][aioseq.DynamoStore.call] under the store's retry engine: transient errors
-        (throttling, 5xx, a lost connection) are retried as `retry_policy` allows. For requests that
-        are safe to send twice (reads, table administration, idempotent conditional writes).
+    async def send_with_retries(self, operation: str, **params: Any) -> dict[str, Any]:
+        """[`send_once()`][aioseq.DynamoStore.send_once] under the store's retry engine: transient
+        errors (throttling, 5xx, a lost connection) are retried as `retry_policy` allows. For
+        requests that are safe to send twice (reads, table administration, idempotent
+        conditional writes).
 
         Raises:
             RetriesExhausted: transient errors outlasted the retry policy.
-            StoreClosed, StoreError: as [`call()`][aioseq.DynamoStore.call], for errors that are not
-                retried.
+            StoreClosed, StoreError: as [`send_once()`][aioseq.DynamoStore.send_once], for
+                errors that are not retried.
         """
         self.transport.validate(operation, params)
         return await self.retry.run(lambda: self.transport.send(operation, params))
 
     def prepare(self, operation: str, params: dict[str, Any]) -> Send:
-        """Check a request once, as [`call()`][aioseq.DynamoStore.call] does, and return what
-        sends it, or another of its shape, unchecked: ``await send(params)`` is one attempt,
-        leaves ``params`` unchanged and raises what ``call()`` raises (for requests built once
-        and sent many times, such as the atomic counter's ``UpdateItem``).
+        """Check a request once, as [`send_once()`][aioseq.DynamoStore.send_once] does, and return
+        what sends it, or another of its shape, unchecked: ``await send(params)`` is one
+        attempt, leaves ``params`` unchanged and raises what ``send_once()`` raises (for requests
+        built once and sent many times, such as the atomic counter's ``UpdateItem``).
 
         Raises:
             ConfigurationError: ``operation`` is not a method of the client.
@@ -647,7 +649,7 @@ class DynamoStore:
             key_schema.append({"AttributeName": spec.sort_key, "KeyType": "RANGE"})
             attributes.append({"AttributeName": spec.sort_key, "AttributeType": spec.sort_key_type})
         try:
-            await self.request(
+            await self.send_with_retries(
                 "create_table",
                 TableName=spec.name,
                 KeySchema=key_schema,
@@ -675,7 +677,7 @@ class DynamoStore:
         deadline = clock.now() + timeout_secs
         name = self.table.name
         while True:
-            described = await self.request("describe_table", TableName=name)
+            described = await self.send_with_retries("describe_table", TableName=name)
             status = described.get("Table", {}).get("TableStatus")
             if status == "ACTIVE":
                 return
@@ -693,7 +695,7 @@ class DynamoStore:
             ConfigurationError: its key schema differs from `table`.
         """
         spec = self.table
-        described = (await self.request("describe_table", TableName=spec.name))["Table"]
+        described = (await self.send_with_retries("describe_table", TableName=spec.name))["Table"]
         types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
         found = {
             k["KeyType"]: (k["AttributeName"], types.get(k["AttributeName"]))
@@ -709,7 +711,7 @@ class DynamoStore:
 
     async def delete_table(self) -> None:
         """Delete the table (``DeleteTable``, under the retry engine). For tests and demos."""
-        await self.request("delete_table", TableName=self.table.name)
+        await self.send_with_retries("delete_table", TableName=self.table.name)
 
 
 # The options' names, for the error of a factory called with other options than its key's

@@ -464,7 +464,7 @@ async def _numbered_items(
         "ConsistentRead": True,
     }
     while True:
-        page = await store.call("query", **params)
+        page = await store.send_once("query", **params)
         for item in page.get("Items", []):
             if attribute not in item:
                 continue

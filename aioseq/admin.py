@@ -3,7 +3,8 @@
 PostgreSQL has ``setval``, ``ALTER SEQUENCE ... RESTART`` and ``\\ds``; aioseq has these
 functions, each taking first the [`DynamoStore`][aioseq.DynamoStore] whose table holds the counter
 items (``await aioseq.admin.set_counter(store, "k", 1000)``). Every request runs under the
-store's retry engine (``store.request``, or ``store.retry.run`` around ``store.call``).
+store's retry engine (``store.send_with_retries``, or ``store.retry.run`` around
+``store.send_once``).
 
 They act on counter items, ``{pk: <key>, sk: 0, value: N, ...}``: the counters of the atomic,
 allocator, optimistic and transactional strategies. A sort-key counter has no counter item (its
@@ -136,7 +137,7 @@ async def _write_within_limit(
     async def attempt() -> dict[str, Any]:
         limit = "#numbering = :recorded" if pinned else NO_LIMIT
         try:
-            return await store.call(
+            return await store.send_once(
                 "update_item",
                 TableName=store.table.name,
                 Key=store.counter_item_key(key),
@@ -170,7 +171,7 @@ async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]
     (every update here sets fixed values, so a resend after a lost answer changes nothing)."""
 
     async def attempt() -> dict[str, Any]:
-        return await store.call(
+        return await store.send_once(
             "update_item",
             TableName=store.table.name,
             Key=store.counter_item_key(key),
@@ -343,7 +344,7 @@ async def describe_counter(store: DynamoStore, key: str) -> CounterInfo:
     spec = store.table
 
     async def attempt() -> dict[str, Any]:
-        return await store.call(
+        return await store.send_once(
             "get_item", TableName=spec.name, Key=store.counter_item_key(key), ConsistentRead=True
         )
 
@@ -393,7 +394,7 @@ async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
     if values:
         params["ExpressionAttributeValues"] = values
     while True:
-        page = await store.request("scan", **params)
+        page = await store.send_with_retries("scan", **params)
         for item in page.get("Items", []):
             key = str(item[spec.partition_key]["S"])
             yield counter_info(item, key=key, attribute=spec.value_attribute)
@@ -449,7 +450,7 @@ async def scan_maximum(
             "TotalSegments": segments,
         }
         while True:
-            page = await store.request("scan", **params)
+            page = await store.send_with_retries("scan", **params)
             last = page.get("LastEvaluatedKey")
             seen = tally.add_page(page.get("Items", []), attribute, last=last is None)
             if progress is not None:
@@ -577,7 +578,7 @@ async def set_numbering(
     counter_key = store.counter_item_key(key)
 
     async def attempt() -> Numbering | None:
-        response = await store.call(
+        response = await store.send_once(
             "get_item", TableName=table.name, Key=counter_key, ConsistentRead=True
         )
         old, params = renumbering(
@@ -588,7 +589,7 @@ async def set_numbering(
             value_attribute=table.value_attribute,
             partition_key=table.partition_key,
         )
-        await store.call("update_item", TableName=table.name, Key=counter_key, **params)
+        await store.send_once("update_item", TableName=table.name, Key=counter_key, **params)
         return old
 
     return await store.retry.run(attempt, classify=_renumber_verdict, counter_key=key)

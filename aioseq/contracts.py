@@ -105,10 +105,10 @@ class Store(Protocol):
     def clock(self) -> Clock:
         """What to read time from and wait on."""
 
-    async def call(self, operation: str, **params: Any) -> dict[str, Any]:
+    async def send_once(self, operation: str, **params: Any) -> dict[str, Any]:
         """Check and send one request: one attempt, no retries."""
 
-    async def request(self, operation: str, **params: Any) -> dict[str, Any]:
+    async def send_with_retries(self, operation: str, **params: Any) -> dict[str, Any]:
         """Check and send one request under the retry engine."""
 
     def prepare(self, operation: str, params: dict[str, Any]) -> Send:

@@ -77,7 +77,7 @@ async def delete_collection(store: DynamoStore, partition: str) -> int:
     }
     keys: list[dict[str, object]] = []
     while True:
-        page = await store.call("query", **params)
+        page = await store.send_once("query", **params)
         keys.extend(page.get("Items", []))
         if "LastEvaluatedKey" not in page:
             break
@@ -85,7 +85,7 @@ async def delete_collection(store: DynamoStore, partition: str) -> int:
     for start in range(0, len(keys), 25):
         requests = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
         for _ in range(10):  # unprocessed deletes (throttling) are sent again, a few times
-            answer = await store.call("batch_write_item", RequestItems={table.name: requests})
+            answer = await store.send_once("batch_write_item", RequestItems={table.name: requests})
             requests = answer.get("UnprocessedItems", {}).get(table.name, [])
             if not requests:
                 break

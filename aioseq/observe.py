@@ -17,7 +17,7 @@ to it:
 - [`Observer.on_evict()`][aioseq.observe.Observer.on_evict]: a store dropped an object nobody had
   used for ``idle_secs``.
 
-The hooks are called at the single places where these things happen (``DynamoStore.call``,
+The hooks are called at the single places where these things happen (``DynamoStore.send_once``,
 the retry loop, the allocator's refill), synchronously, on the event loop: keep them fast and
 non-blocking (increment a counter, record a histogram). An exception raised by a hook is logged
 and never reaches the caller. Without an observer nothing is measured: a ``next()`` served

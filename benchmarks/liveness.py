@@ -248,7 +248,7 @@ def standstill_secs(writers: Sequence[Served]) -> float:
 async def queue_entries(store: DynamoStore, key: str) -> list[str]:
     """The entries of the writers' queue on counter ``key``'s counter item (strongly
     consistent read)."""
-    response = await store.call(
+    response = await store.send_once(
         "get_item",
         TableName=store.table.name,
         Key=store.counter_item_key(key),

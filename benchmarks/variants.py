@@ -133,7 +133,7 @@ class Variant:
 
 
 async def _counter_attribute(store: DynamoStore, key: str, attribute: str) -> int:
-    response = await store.call(
+    response = await store.send_once(
         "get_item",
         TableName=store.table.name,
         Key=store.counter_item_key(key),

@@ -56,11 +56,11 @@ async def until(
 async def put_counter_value(store: DynamoStore, key: str, value: dict[str, Any]) -> None:
     """Write a counter item whose value attribute is ``value`` (an AttributeValue)."""
     item = {**store.counter_item_key(key), store.table.value_attribute: value}
-    await store.call("put_item", TableName=store.table.name, Item=item)
+    await store.send_once("put_item", TableName=store.table.name, Item=item)
 
 
 async def counter_item(store: DynamoStore, key: str) -> dict[str, Any] | None:
-    response = await store.call(
+    response = await store.send_once(
         "get_item",
         TableName=store.table.name,
         Key=store.counter_item_key(key),
@@ -72,7 +72,7 @@ async def counter_item(store: DynamoStore, key: str) -> dict[str, Any] | None:
 
 async def item_count(store: DynamoStore) -> int:
     """How many items the table holds (a Scan; test tables are small)."""
-    response = await store.call("scan", TableName=store.table.name, Select="COUNT")
+    response = await store.send_once("scan", TableName=store.table.name, Select="COUNT")
     return int(response["Count"])
 
 

@@ -45,7 +45,7 @@ class CounterItem:
     async def read(self) -> dict[str, Any] | None:
         """One strongly consistent ``GetItem`` of the counter item (1 RCU; one attempt: run
         it under the retry engine); ``None`` if it does not exist."""
-        response = await self.store.call(
+        response = await self.store.send_once(
             "get_item",
             TableName=self.store.table.name,
             Key=self.primary_key,

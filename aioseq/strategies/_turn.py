@@ -366,7 +366,7 @@ class Turn:
     async def _update(self, **params: Any) -> dict[str, Any]:
         """One ``UpdateItem`` of the counter item (1 WCU; one attempt), timed."""
         started = self.clock.now()
-        response = await self.store.call(
+        response = await self.store.send_once(
             "update_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key(self.key),
@@ -512,7 +512,7 @@ class Turn:
             log.info("counter %r: could not leave the counter's queue: %s", self.key, exc)
 
     async def _read(self) -> Item:
-        response = await self.store.call(
+        response = await self.store.send_once(
             "get_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key(self.key),

@@ -220,7 +220,7 @@ class AtomicCounter(Strategy):
 
         async def attempt() -> bool:
             try:
-                await self.store.call(
+                await self.store.send_once(
                     "update_item",
                     TableName=table.name,
                     Key=self._item.primary_key,

@@ -182,13 +182,15 @@ class OptimisticCounter(ConditionalCounterStrategy):
         }
         started = self.store.clock.now()
         if self.write == "update":
-            await self.store.call("update_item", Key=key, **counter_write.update(table), **common)
+            await self.store.send_once(
+                "update_item", Key=key, **counter_write.update(table), **common
+            )
         else:
             condition = counter_write.condition(table, whole_queue=True)
             if not condition["ExpressionAttributeValues"]:  # a put has no update expression
                 del condition["ExpressionAttributeValues"]
             item = {**key, **counter_write.after(table)}
-            await self.store.call("put_item", Item=item, **condition, **common)
+            await self.store.send_once("put_item", Item=item, **condition, **common)
         write.secs = self.store.clock.now() - started
 
     def judge(

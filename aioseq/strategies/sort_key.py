@@ -178,7 +178,7 @@ class SortKeyCounter(GroupCommitStrategy):
 
     async def _query_max(self) -> int:
         table = self.store.table
-        response = await self.store.call(
+        response = await self.store.send_once(
             "query",
             TableName=table.name,
             KeyConditionExpression="#pk = :partition",
@@ -300,14 +300,14 @@ class SortKeyCounter(GroupCommitStrategy):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if len(write.items) == 1:
-            await self.store.call(
+            await self.store.send_once(
                 "put_item", TableName=table.name, Item=write.items[0], **condition
             )
             return
         actions = [
             {"Put": {"TableName": table.name, "Item": item, **condition}} for item in write.items
         ]
-        await self.store.call(
+        await self.store.send_once(
             "transact_write_items", ClientRequestToken=write.token, TransactItems=actions
         )
 

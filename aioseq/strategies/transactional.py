@@ -354,7 +354,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
     async def send(self, write: _Transaction) -> None:
         """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
         started = self.store.clock.now()
-        await self.store.call("transact_write_items", **write.request)
+        await self.store.send_once("transact_write_items", **write.request)
         write.secs = self.store.clock.now() - started
 
     def judge(

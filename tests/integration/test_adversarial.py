@@ -222,7 +222,7 @@ async def test_a_cancelled_close_still_closes_the_client(aioseq_endpoint: str, s
     await within(15, store.aclose())  # the shared close, run to its end
     assert store.closed
     with pytest.raises(StoreClosed):
-        await store.call("list_tables")
+        await store.send_once("list_tables")
     with pytest.raises(StoreClosed):
         await allocator.next()
     assert allocator.statistics().returned == 99  # the give-back ran to its end too

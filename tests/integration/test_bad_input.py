@@ -284,7 +284,7 @@ async def test_a_counter_item_without_a_counter_is_an_error_and_is_left_alone(
     store = aioseq_store
     if value is None:  # the counter item exists, without its value attribute
         item = {**store.counter_item_key("k"), "note": {"S": "made by hand"}}
-        await store.call("put_item", TableName=store.table.name, Item=item)
+        await store.send_once("put_item", TableName=store.table.name, Item=item)
     else:
         await put_counter_value(store, "k", value)
     stored = await counter_item(store, "k")
@@ -461,7 +461,7 @@ async def test_a_mapping_without_the_sort_key_points_to_the_item_function(
         await idle_store.transactional_counter("c").put({"pk": "invoices", "total": 120})
 
 
-@pytest.mark.parametrize("send", ["call", "request"])
+@pytest.mark.parametrize("send", ["send_once", "send_with_retries"])
 async def test_an_operation_named_by_its_api_name_gets_the_method_name(
     idle_store: DynamoStore, send: str
 ) -> None:

@@ -124,17 +124,17 @@ async def test_a_transaction_over_budget_is_canceled_with_throttling_error_at_it
                 }
 
             for _ in range(2):  # the hot item's bucket is empty after these
-                await store.call("update_item", **add("hot"))
+                await store.send_once("update_item", **add("hot"))
             items = [{"Update": add("cold")}, {"Update": add("hot")}, {"Put": put("new", 10)}]
             items[2]["Put"]["TableName"] = table
             with pytest.raises(TransactionCanceled) as canceled:
-                await store.call("transact_write_items", TransactItems=items)
+                await store.send_once("transact_write_items", TransactItems=items)
             assert canceled.value.codes == ["None", "ThrottlingError", "None"]
             assert "hot key" in canceled.value.cancellation_reasons[1]["Message"]
             assert proxy.throttled == {"TransactWriteItems": 1}
             assert await counter_item(aioseq_store, "cold") is None  # nothing was written
             clock.now += 0.25  # 2 WCU again
-            await store.call("transact_write_items", TransactItems=items)
+            await store.send_once("transact_write_items", TransactItems=items)
     assert await counter_item(aioseq_store, "cold") is not None
     throttled = [e for e in exchanges if e.fault == CAPACITY]
     assert len(throttled) == 1 and throttled[0].status is None and not throttled[0].delivered
@@ -155,9 +155,9 @@ async def test_a_write_whose_condition_fails_still_consumes_capacity(
             }
             for _ in range(2):
                 with pytest.raises(ConditionFailed):
-                    await store.call("put_item", **request)
+                    await store.send_once("put_item", **request)
             with pytest.raises(Throttled) as throttled:
-                await store.call("put_item", **request)
+                await store.send_once("put_item", **request)
     assert throttled.value.code == "ProvisionedThroughputExceededException"
     assert proxy.throttled == {"PutItem": 1} and proxy.consumed_wcu == 2
     assert [e.fault for e in exchanges] == [None, None, CAPACITY]

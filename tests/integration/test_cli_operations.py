@@ -132,7 +132,7 @@ async def _make_source(endpoint: str, name: str, ids: list[int]) -> None:
         await store.create_table()
         for i, order_id in enumerate(ids):
             item = {"pk": {"S": f"o{i}"}, "sk": {"N": "0"}, "order_id": {"N": str(order_id)}}
-            await store.call("put_item", TableName=name, Item=item)
+            await store.send_once("put_item", TableName=name, Item=item)
 
 
 async def _drop(endpoint: str, name: str) -> None:

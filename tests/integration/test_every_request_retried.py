@@ -62,7 +62,7 @@ def tables(aioseq_endpoint: str) -> Iterator[list[str]]:
         async with DynamoStore.open(endpoint_url=aioseq_endpoint) as store:
             for name in names:
                 with contextlib.suppress(TableNotFound):  # never made, or the test deleted it
-                    await store.request("delete_table", TableName=name)
+                    await store.send_with_retries("delete_table", TableName=name)
 
     asyncio.run(delete_all())
 

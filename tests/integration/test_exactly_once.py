@@ -79,7 +79,7 @@ async def lossy(aioseq_store: DynamoStore, proxy: FaultProxy) -> AsyncIterator[D
 
 async def stored_payloads(store: DynamoStore, partition: str) -> dict[int, Any]:
     """number -> the ``order`` attribute of each stored item of ``partition``."""
-    response = await store.call(
+    response = await store.send_once(
         "query",
         TableName=store.table.name,
         KeyConditionExpression="pk = :p AND sk > :zero",
@@ -296,7 +296,7 @@ async def test_gapless_lost_answer_beyond_the_ring_returns_the_stored_number(
     )
     assert number == 1
     key = {"pk": {"S": "order-7"}, "sk": {"N": "0"}}
-    stored = await aioseq_store.call("get_item", TableName=aioseq_store.table.name, Key=key)
+    stored = await aioseq_store.send_once("get_item", TableName=aioseq_store.table.name, Key=key)
     assert stored["Item"]["number"] == {"N": "1"}
     assert statistics.unresolved == 0
     assert statistics.recovered == (0 if backend == "dynamodb-local" else 1)
@@ -373,7 +373,7 @@ async def test_sort_key_lost_answer_inside_a_group(
 async def test_sort_key_items_carry_their_token(aioseq_store: DynamoStore) -> None:
     issues = aioseq_store.sort_key_counter("p")
     await asyncio.gather(*(issues.put({"order": i}) for i in range(5)))
-    response = await aioseq_store.call("scan", TableName=aioseq_store.table.name)
+    response = await aioseq_store.send_once("scan", TableName=aioseq_store.table.name)
     tokens = [item[TOKEN_ATTRIBUTE]["S"] for item in response["Items"]]
     assert len(tokens) == 5 and len(set(tokens)) == 5
 

@@ -67,7 +67,7 @@ async def stored_orders(endpoint: str, table: str, tenant: str = "acme") -> dict
             },
         }
         while True:
-            page = await store.call("query", **params)
+            page = await store.send_once("query", **params)
             orders.update({int(i["sk"]["N"]): i["order_id"]["S"] for i in page["Items"]})
             if "LastEvaluatedKey" not in page:
                 return orders
@@ -132,11 +132,11 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
     # does not move, so the next order still gets number 1... once the item is gone.
     async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
         order_1 = {"pk": {"S": "orders-acme"}, "sk": {"N": "1"}}
-        await store.call("put_item", TableName=orders_table, Item=order_1)
+        await store.send_once("put_item", TableName=orders_table, Item=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert response.status_code == 409
         assert "already exists" in response.json()["detail"]
-        await store.call("delete_item", TableName=orders_table, Key=order_1)
+        await store.send_once("delete_item", TableName=orders_table, Key=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert (response.status_code, response.json()["number"]) == (201, 1)
         # The table deleted under the running service: 500, with nothing inside revealed.

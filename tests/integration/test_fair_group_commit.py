@@ -42,7 +42,7 @@ async def race(calls: list[Callable[[], Awaitable[int]]]) -> tuple[Counter[int],
 
 async def queue_ahead(store: DynamoStore, *entries: str) -> None:
     """Other writers (in other processes) queued on counter ``c``, ``entries`` first."""
-    await store.call(
+    await store.send_once(
         "update_item",
         TableName=store.table.name,
         Key=store.counter_item_key("c"),
@@ -96,7 +96,7 @@ class WritesAhead(Observer):
             self.ahead = asyncio.get_running_loop().create_task(self.commit())
 
     async def commit(self) -> None:
-        await self.store.call(  # its numbers 2 and 3, and its entry removed
+        await self.store.send_once(  # its numbers 2 and 3, and its entry removed
             "update_item",
             TableName=self.store.table.name,
             Key=self.store.counter_item_key("c"),
@@ -146,15 +146,15 @@ async def test_an_enqueue_whose_answer_was_lost_is_not_left_behind(
     lossy = DynamoStore(aioseq_store.client, aioseq_store.table)
     sent = Counter[str]()
 
-    async def call(operation: str, **params: Any) -> dict[str, Any]:
-        response = await aioseq_store.call(operation, **params)
+    async def send_once(operation: str, **params: Any) -> dict[str, Any]:
+        response = await aioseq_store.send_once(operation, **params)
         sent[operation] += 1
         if "list_append" in params.get("UpdateExpression", "") and sent["enqueue"] == 0:
             sent["enqueue"] += 1
             raise ConnectionFailed("the answer was lost")  # after the server applied it
         return response
 
-    lossy.call = call  # type: ignore[method-assign]
+    lossy.send_once = send_once  # type: ignore[method-assign]
     assert await TransactionalCounter(lossy, "c").put(invoice) == 2
     # One enqueue, one removal of the vanished writer's entry: no second entry of its own.
     assert sent["update_item"] == 2, sent

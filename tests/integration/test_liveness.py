@@ -61,7 +61,7 @@ async def run_writers(endpoint: str, table: str, loads: Sequence[tuple[str, Load
     stores = [DynamoStore.open(table=table, endpoint_url=e) for e, _ in loads]
     opened = [await s for s in stores]
     for store in opened:  # each client's first request (botocore's set-up) before the start
-        await store.call("get_item", TableName=table, Key=store.counter_item_key("warm-up"))
+        await store.send_once("get_item", TableName=table, Key=store.counter_item_key("warm-up"))
     go = asyncio.Event()
 
     async def start() -> None:
@@ -137,7 +137,7 @@ async def test_writers_started_together_under_deadlines_keep_the_counter_moving(
 
 async def queue_ahead(store: DynamoStore, key: str, *entries: str) -> None:
     """Writers (in other processes) queued on counter ``key``, ``entries`` first."""
-    await store.call(
+    await store.send_once(
         "update_item",
         TableName=store.table.name,
         Key=store.counter_item_key(key),
@@ -170,7 +170,7 @@ async def test_a_writer_failing_alone_while_queued_leaves_no_entry(
     out in the background within a few round trips, not when others find it stale (0.5 s);
     the next writer is not held by it."""
     assert await aioseq_store.transactional_counter("c").put(invoice) == 1
-    await aioseq_store.call(  # number 2's item, stored by someone else
+    await aioseq_store.send_once(  # number 2's item, stored by someone else
         "put_item",
         TableName=aioseq_store.table.name,
         Item={"pk": {"S": "invoices"}, "sk": {"N": "2"}},

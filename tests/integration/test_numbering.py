@@ -138,11 +138,11 @@ async def test_a_fraction_put_back_keeps_a_numbering_recorded_before(
         aioseq_store.table.value_attribute: {"N": "1.5"},
         NUMBERING_ATTRIBUTE: {"S": "stride=1 offset=1"},
     }
-    await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
+    await aioseq_store.send_once("put_item", TableName=aioseq_store.table.name, Item=item)
     with pytest.raises(CounterValueInvalid):
         await aioseq_store.atomic_counter("k").next()
     assert await counter_item(aioseq_store, "k") == item  # value put back, numbering kept
-    await aioseq_store.call(  # mend the value by hand, as an operator would
+    await aioseq_store.send_once(  # mend the value by hand, as an operator would
         "update_item",
         TableName=aioseq_store.table.name,
         Key=aioseq_store.counter_item_key("k"),
@@ -163,7 +163,7 @@ async def test_an_unreadable_numbering_is_a_typed_error(aioseq_store: DynamoStor
             aioseq_store.table.value_attribute: {"N": "5"},
             NUMBERING_ATTRIBUTE: bad,
         }
-        await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
+        await aioseq_store.send_once("put_item", TableName=aioseq_store.table.name, Item=item)
         with pytest.raises(CounterValueInvalid, match=NUMBERING_ATTRIBUTE):
             await aioseq_store.atomic_counter(key).next()
         with pytest.raises(CounterValueInvalid, match=NUMBERING_ATTRIBUTE):

@@ -140,7 +140,7 @@ async def test_describe_shows_value_numbering_and_last_update(aioseq_store: Dyna
     assert start - timedelta(seconds=1) <= stamped.updated_at <= datetime.now(timezone.utc)
 
     numbering = Numbering(stride=3, offset=2)
-    await aioseq_store.call(  # as an allocator of that numbering would have recorded it
+    await aioseq_store.send_once(  # as an allocator of that numbering would have recorded it
         "update_item",
         TableName=aioseq_store.table.name,
         Key=aioseq_store.counter_item_key("plain"),
@@ -177,7 +177,7 @@ async def test_list_pages_through_a_table_larger_than_one_page(aioseq_store: Dyn
     pad = {"pad": {"S": "x" * 20_000}}
     for i in range(60):
         item = {**aioseq_store.counter_item_key(f"k{i}"), "value": {"N": str(i)}, **pad}
-        await aioseq_store.call("put_item", TableName=aioseq_store.table.name, Item=item)
+        await aioseq_store.send_once("put_item", TableName=aioseq_store.table.name, Item=item)
     before = aioseq_store.requests
     listed = [info async for info in admin.list_counters(aioseq_store)]
     assert sorted(info.value for info in listed) == list(range(60))
@@ -239,7 +239,7 @@ async def source_table(aioseq_store: DynamoStore) -> AsyncIterator[str]:
 async def _put_orders(store: DynamoStore, table: str, ids: list[Any]) -> None:
     for i, order_id in enumerate(ids):
         item = {"pk": {"S": f"order-{i}"}, "sk": {"N": "0"}, "order_id": order_id}
-        await store.call("put_item", TableName=table, Item=item)
+        await store.send_once("put_item", TableName=table, Item=item)
 
 
 async def test_start_after_maximum_scans_in_parallel_and_raises_the_counter(
@@ -281,7 +281,7 @@ async def test_start_after_maximum_of_the_sort_key_and_under_a_numbering(
     )
     # A counter numbered 2, 5, 8, ... (stride 3, offset 2): past 17 means value 6 (number 17).
     await admin.set_counter(aioseq_store, "n", 0)
-    await aioseq_store.call(
+    await aioseq_store.send_once(
         "update_item",
         TableName=aioseq_store.table.name,
         Key=aioseq_store.counter_item_key("n"),

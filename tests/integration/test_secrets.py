@@ -116,7 +116,7 @@ async def test_no_secrets_in_logs_reprs_or_errors(
         await fails(CounterValueInvalid, counter.current())
     await fails(
         ConditionFailed,
-        store.call(
+        store.send_once(
             "put_item",
             TableName=store.table.name,
             Item={"pk": {"S": "invoice"}, "sk": {"N": "1"}, "card": {"S": "new"}},
@@ -126,7 +126,7 @@ async def test_no_secrets_in_logs_reprs_or_errors(
     )
     await fails(
         TransactionCanceled,
-        store.call(
+        store.send_once(
             "transact_write_items",
             TransactItems=[
                 {

@@ -33,7 +33,7 @@ async def test_puts_number_items_one_by_one(aioseq_store: DynamoStore) -> None:
 async def test_stores_the_callers_attributes(aioseq_store: DynamoStore) -> None:
     n = await aioseq_store.sort_key_counter("p").put({"title": "bug", "votes": 3})
     item = (
-        await aioseq_store.call(
+        await aioseq_store.send_once(
             "get_item",
             TableName=aioseq_store.table.name,
             Key={"pk": {"S": "p"}, "sk": {"N": str(n)}},
@@ -97,7 +97,7 @@ async def test_zero_padded_string_sort_keys(string_sort_key_store: DynamoStore) 
     issues = store.sort_key_counter("p", zero_pad=3)
     numbers = [await issues.put() for _ in range(12)]
     assert numbers == list(range(1, 13))  # 10 would sort before 9 without padding
-    response = await store.call(
+    response = await store.send_once(
         "query",
         TableName=store.table.name,
         KeyConditionExpression="pk = :p",
@@ -122,7 +122,7 @@ async def test_a_non_numeric_highest_sort_key_is_an_error(
     string_sort_key_store: DynamoStore,
 ) -> None:
     store = string_sort_key_store
-    await store.call(
+    await store.send_once(
         "put_item", TableName=store.table.name, Item={"pk": {"S": "p"}, "sk": {"S": "zzz"}}
     )
     with pytest.raises(CounterValueInvalid):

@@ -27,7 +27,7 @@ async def test_create_table_is_idempotent(aioseq_endpoint: str) -> None:
 
 async def test_dynamodb_errors_are_translated_by_code(aioseq_store: DynamoStore) -> None:
     with pytest.raises(ValidationFailed) as caught:
-        await aioseq_store.call("get_item", TableName=aioseq_store.table.name, Key={})
+        await aioseq_store.send_once("get_item", TableName=aioseq_store.table.name, Key={})
     assert caught.value.code == "ValidationException"
     assert caught.value.operation == "GetItem"
 

@@ -32,7 +32,7 @@ async def test_a_mapping_item_gets_the_number_as_an_attribute(aioseq_store: Dyna
     users = aioseq_store.transactional_counter("users", number_attribute="user_number")
     assert await users.put({"pk": "user#kirk", "sk": 1, "name": "Kirk"}) == 1
     item = (
-        await aioseq_store.call(
+        await aioseq_store.send_once(
             "get_item",
             TableName=aioseq_store.table.name,
             Key={"pk": {"S": "user#kirk"}, "sk": {"N": "1"}},

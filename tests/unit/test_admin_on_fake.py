@@ -51,7 +51,7 @@ async def test_ensure_at_least_never_moves_back(fake_store: DynamoStore) -> None
 
 async def test_start_after_the_maximum_already_stored(fake_store: DynamoStore) -> None:
     for n in (3, 17, 9):
-        await fake_store.call(
+        await fake_store.send_once(
             "put_item", TableName=TABLE, Item={"pk": {"S": f"legacy-{n}"}, "sk": {"N": str(n)}}
         )
     assert await scan_maximum(fake_store, table=TABLE, attribute="sk", segments=2) == 17

@@ -86,8 +86,8 @@ def value(fake: FakeDynamoDB, name: str) -> int | None:
 async def test_add_creates_then_increments_and_each_request_is_recorded(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
-    first = await fake_store.call("update_item", **add_one())
-    second = await fake_store.call("update_item", **add_one())
+    first = await fake_store.send_once("update_item", **add_one())
+    second = await fake_store.send_once("update_item", **add_one())
     assert first["Attributes"] == {"value": {"N": "1"}}
     assert second["Attributes"] == {"value": {"N": "2"}}
     assert fake.requests == {"UpdateItem": 2}
@@ -101,23 +101,23 @@ async def test_add_creates_then_increments_and_each_request_is_recorded(
 
 async def test_return_values_all_old_and_updated_new(fake_store: DynamoStore) -> None:
     put = {"TableName": TABLE, "Item": {**key("c"), "value": {"N": "7"}}}
-    assert "Attributes" not in await fake_store.call("put_item", **put, ReturnValues="ALL_OLD")
+    assert "Attributes" not in await fake_store.send_once("put_item", **put, ReturnValues="ALL_OLD")
     replaced = {"TableName": TABLE, "Item": {**key("c"), "value": {"N": "8"}}}
-    old = await fake_store.call("put_item", **replaced, ReturnValues="ALL_OLD")
+    old = await fake_store.send_once("put_item", **replaced, ReturnValues="ALL_OLD")
     assert old["Attributes"] == {**key("c"), "value": {"N": "7"}}
-    new = await fake_store.call("update_item", **add_one())
+    new = await fake_store.send_once("update_item", **add_one())
     assert new["Attributes"] == {"value": {"N": "9"}}
 
 
 async def test_a_failed_condition_applies_nothing_and_returns_the_item_when_asked(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
-    await fake_store.call("update_item", **add_one(**below(1)))
+    await fake_store.send_once("update_item", **add_one(**below(1)))
     with pytest.raises(ConditionFailed) as without:
-        await fake_store.call("update_item", **add_one(**below(1)))
+        await fake_store.send_once("update_item", **add_one(**below(1)))
     assert without.value.item is None
     with pytest.raises(ConditionFailed) as with_item:
-        await fake_store.call(
+        await fake_store.send_once(
             "update_item",
             **add_one(**below(1), ReturnValuesOnConditionCheckFailure="ALL_OLD"),
         )
@@ -131,7 +131,7 @@ async def test_a_failed_condition_applies_nothing_and_returns_the_item_when_aske
 async def test_a_canceled_transaction_gives_its_reasons_and_writes_nothing(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
-    await fake_store.call("update_item", **add_one("full"))
+    await fake_store.send_once("update_item", **add_one("full"))
     params = transaction(None, "free", "full")
     condition = {
         "ConditionExpression": "attribute_not_exists(#v)",
@@ -139,7 +139,7 @@ async def test_a_canceled_transaction_gives_its_reasons_and_writes_nothing(
     }
     params["TransactItems"][1]["Update"].update(condition)
     with pytest.raises(TransactionCanceled) as caught:
-        await fake_store.call("transact_write_items", **params)
+        await fake_store.send_once("transact_write_items", **params)
     assert caught.value.codes == ["None", "ConditionalCheckFailed"]
     assert caught.value.cancellation_reasons[1]["Item"] == {**key("full"), "value": {"N": "1"}}
     assert value(fake, "free") is None  # all or nothing
@@ -148,7 +148,7 @@ async def test_a_canceled_transaction_gives_its_reasons_and_writes_nothing(
 
 async def test_a_missing_table_is_table_not_found(fake_store: DynamoStore) -> None:
     with pytest.raises(TableNotFound) as caught:
-        await fake_store.call("get_item", TableName="nope", Key=key("c"))
+        await fake_store.send_once("get_item", TableName="nope", Key=key("c"))
     assert caught.value.tables == ("nope",)
 
 
@@ -159,8 +159,8 @@ async def test_a_token_replayed_with_the_same_request_succeeds_without_applying_
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     params = transaction("token-1", "a", "b")
-    await fake_store.call("transact_write_items", **params)
-    await fake_store.call("transact_write_items", **params)
+    await fake_store.send_once("transact_write_items", **params)
+    await fake_store.send_once("transact_write_items", **params)
     assert (value(fake, "a"), value(fake, "b")) == (1, 1)
     assert fake.requests == {"TransactWriteItems": 2}
 
@@ -170,17 +170,17 @@ async def test_tokens_can_be_ignored_as_moto_ignores_them() -> None:
     async with DynamoStore(transport=fake) as store:
         await store.create_table()
         params = transaction("token-1", "a")
-        await store.call("transact_write_items", **params)
-        await store.call("transact_write_items", **params)
+        await store.send_once("transact_write_items", **params)
+        await store.send_once("transact_write_items", **params)
     assert value(fake, "a") == 2
 
 
 async def test_a_token_reused_with_another_request_is_a_mismatch(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
-    await fake_store.call("transact_write_items", **transaction("token-1", "a"))
+    await fake_store.send_once("transact_write_items", **transaction("token-1", "a"))
     with pytest.raises(StoreError) as caught:
-        await fake_store.call("transact_write_items", **transaction("token-1", "b"))
+        await fake_store.send_once("transact_write_items", **transaction("token-1", "b"))
     assert caught.value.code == "IdempotentParameterMismatchException"
     assert value(fake, "b") is None
 
@@ -191,12 +191,12 @@ async def test_a_token_is_forgotten_after_ten_minutes() -> None:
     async with DynamoStore(transport=fake) as store:
         await store.create_table()
         params = transaction("token-1", "a")
-        await store.call("transact_write_items", **params)
+        await store.send_once("transact_write_items", **params)
         now[0] = 599.0
-        await store.call("transact_write_items", **params)
+        await store.send_once("transact_write_items", **params)
         assert value(fake, "a") == 1
         now[0] = 600.0
-        await store.call("transact_write_items", **params)
+        await store.send_once("transact_write_items", **params)
         assert value(fake, "a") == 2
 
 
@@ -206,8 +206,8 @@ async def test_a_canceled_transaction_does_not_keep_its_token(
     fake.inject("transaction-conflict", operation="TransactWriteItems")
     params = transaction("token-1", "a")
     with pytest.raises(TransactionCanceled):
-        await fake_store.call("transact_write_items", **params)
-    await fake_store.call("transact_write_items", **params)
+        await fake_store.send_once("transact_write_items", **params)
+    await fake_store.send_once("transact_write_items", **params)
     assert value(fake, "a") == 1
 
 
@@ -228,14 +228,14 @@ async def test_a_refusing_fault_applies_nothing_and_raises_the_mapped_error(
 ) -> None:
     fake.inject(kind, operation="UpdateItem")
     with pytest.raises(error) as caught:
-        await fake_store.call("update_item", **add_one())
+        await fake_store.send_once("update_item", **add_one())
     assert caught.value.code == code
     assert isinstance(caught.value.__cause__, ClientError)
     assert caught.value.retryable
     assert value(fake, "c") is None
     assert fake.injected == {kind: 1}
     assert [r.applied for r in fake.sent] == [False]
-    await fake_store.call("update_item", **add_one())  # the next one passes
+    await fake_store.send_once("update_item", **add_one())  # the next one passes
     assert value(fake, "c") == 1
 
 
@@ -244,7 +244,7 @@ async def test_a_transaction_conflict_on_a_transaction_is_a_cancellation_reason(
 ) -> None:
     fake.inject("transaction-conflict")
     with pytest.raises(TransactionCanceled) as caught:
-        await fake_store.call("transact_write_items", **transaction("t", "a", "b"))
+        await fake_store.send_once("transact_write_items", **transaction("t", "a", "b"))
     assert sorted(caught.value.codes) == ["None", "TransactionConflict"]
     assert value(fake, "a") is None
 
@@ -255,7 +255,7 @@ async def test_a_lost_answer_is_applied_and_raises_connection_failed(
 ) -> None:
     fake.inject(kind, operation="UpdateItem")
     with pytest.raises(ConnectionFailed) as caught:
-        await fake_store.call("update_item", **add_one())
+        await fake_store.send_once("update_item", **add_one())
     assert caught.value.maybe_applied
     assert isinstance(caught.value.__cause__, ReadTimeoutError)
     assert value(fake, "c") == 1
@@ -270,7 +270,7 @@ async def test_a_reset_is_not_applied_but_the_caller_cannot_tell(
 ) -> None:
     fake.inject("reset")
     with pytest.raises(ConnectionFailed) as caught:
-        await fake_store.call("update_item", **add_one())
+        await fake_store.send_once("update_item", **add_one())
     assert caught.value.maybe_applied
     assert value(fake, "c") is None
     assert not fake.lost
@@ -284,7 +284,7 @@ async def test_planned_faults_skip_count_and_match(
     outcomes = []
     for name in ("a", "a", "b", "a", "b", "a"):
         try:
-            await fake_store.call("update_item", **add_one(name))
+            await fake_store.send_once("update_item", **add_one(name))
             outcomes.append("ok")
         except StoreError as exc:
             outcomes.append(exc.code)
@@ -307,8 +307,8 @@ async def test_a_schedule_draws_faults_for_its_operations_only() -> None:
     async with DynamoStore(transport=fake) as store:
         await store.create_table()  # CreateTable and DescribeTable are not covered
         with pytest.raises(Throttled):
-            await store.call("update_item", **add_one())
-        await store.call("get_item", TableName=TABLE, Key=key("c"))
+            await store.send_once("update_item", **add_one())
+        await store.send_once("get_item", TableName=TABLE, Key=key("c"))
     assert fake.injected == {"throttling": 1}
 
 
@@ -329,9 +329,9 @@ async def test_requests_are_validated_as_botocore_validates_them(
     fake_store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
     with pytest.raises(ConfigurationError, match="'update_item'"):
-        await fake_store.call("UpdateItem", **add_one())
+        await fake_store.send_once("UpdateItem", **add_one())
     with pytest.raises(ParamValidationError):
-        await fake_store.call("update_item", TableName=TABLE, Key="not a key")
+        await fake_store.send_once("update_item", TableName=TABLE, Key="not a key")
     with pytest.raises(ParamValidationError):  # also what is sent unchecked
         await fake.send("update_item", {"TableName": TABLE})
     assert fake.requests == {}
@@ -341,7 +341,7 @@ async def test_a_closed_fake_refuses_requests_and_its_tables_stay_readable() -> 
     fake = FakeDynamoDB()
     store = DynamoStore(transport=fake)
     await store.create_table()
-    await store.call("update_item", **add_one())
+    await store.send_once("update_item", **add_one())
     await store.aclose()
     with pytest.raises(StoreClosed):
         await fake.send("update_item", add_one())
@@ -351,7 +351,7 @@ async def test_a_closed_fake_refuses_requests_and_its_tables_stay_readable() -> 
 
 
 async def test_each_fake_has_tables_of_its_own(fake_store: DynamoStore, fake: FakeDynamoDB) -> None:
-    await fake_store.call("update_item", **add_one())
+    await fake_store.send_once("update_item", **add_one())
     other = FakeDynamoDB()
     with pytest.raises(TableNotFound):
         other.items(TABLE)
@@ -373,10 +373,10 @@ async def test_the_observer_hears_of_every_request() -> None:
     async with DynamoStore(transport=fake) as store:
         assert store.observer is recorder
         await store.create_table()
-        await store.call("update_item", **add_one())
+        await store.send_once("update_item", **add_one())
         fake.inject("throttling")
         with pytest.raises(Throttled):
-            await store.call("update_item", **add_one())
+            await store.send_once("update_item", **add_one())
     seen = [(e.operation, e.error) for e in recorder.events]
     assert seen[-2:] == [("UpdateItem", None), ("UpdateItem", "ThrottlingException")]
     assert recorder.events[-2].consumed_capacity_units is not None

@@ -90,9 +90,9 @@ async def test_call_checks_parameters_on_the_client_aioseq_opens() -> None:
     async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as store:
         assert isinstance(store.transport, BotocoreTransport) and store.transport.validates
         with pytest.raises(ParamValidationError, match="Key"):
-            await store.call("get_item", TableName=store.table.name, Key="not a map")
+            await store.send_once("get_item", TableName=store.table.name, Key="not a map")
         with pytest.raises(ParamValidationError, match="TableName"):
-            await store.request("get_item", Key=store.counter_item_key("k"))
+            await store.send_with_retries("get_item", Key=store.counter_item_key("k"))
         assert store.requests.total() == 0  # nothing was sent
     async with DynamoStore.open(endpoint_url=REFUSING_ENDPOINT) as owner:
         borrowed = DynamoStore(owner.client, owner.table)

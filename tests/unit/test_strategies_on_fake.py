@@ -200,7 +200,7 @@ async def test_a_collection_whose_highest_sort_key_is_no_count_is_invalid(
 ) -> None:
     store = await open_store(fake, table)
     item = {"pk": {"S": "p"}, "sk": sort_key}
-    await store.call("put_item", TableName=table.name, Item=item)
+    await store.send_once("put_item", TableName=table.name, Item=item)
     zero_pad = 4 if "S" in sort_key else None
     issues = store.sort_key_counter("p", zero_pad=zero_pad)
     with pytest.raises(CounterValueInvalid) as raised:

@@ -118,7 +118,7 @@ class QueueStore:
     def _item(self) -> dict[str, Any]:
         return {TURN_ATTRIBUTE: {"L": [{"S": e} for e in self.queue]}}
 
-    async def call(self, operation: str, **params: Any) -> dict[str, Any]:
+    async def send_once(self, operation: str, **params: Any) -> dict[str, Any]:
         self.sent.append(operation)
         await asyncio.sleep(0)
         if self.fail:

@@ -49,11 +49,11 @@ async def write_item(store: DynamoStore, *queue: str, value: int = 10, writes: i
     }
     if queue:
         item[TURN_ATTRIBUTE] = {"L": [{"S": e} for e in queue]}
-    await store.call("put_item", TableName=store.table.name, Item=item)
+    await store.send_once("put_item", TableName=store.table.name, Item=item)
 
 
 async def read_state(store: DynamoStore) -> CounterState:
-    response = await store.call(
+    response = await store.send_once(
         "get_item", TableName=store.table.name, Key=store.counter_item_key(KEY)
     )
     return saw_on(store)(response.get("Item") or {})
@@ -228,7 +228,9 @@ async def test_an_enqueue_on_a_counter_item_that_went_away_leaves_the_queue_alon
     turn = Turn(store, KEY, clock=ManualClock(0.0))
     state = await read_state(store)
     turn.lost_race(state)
-    await store.call("delete_item", TableName=store.table.name, Key=store.counter_item_key(KEY))
+    await store.send_once(
+        "delete_item", TableName=store.table.name, Key=store.counter_item_key(KEY)
+    )
     ready = await turn.ready(state, 1, saw_on(store))  # the enqueue's condition fails
     assert not ready.exists and turn.entry is None and not turn.holds
     assert fake.items(store.table.name) == []  # the enqueue made no item
