@@ -14,9 +14,6 @@ from importlib.metadata import PackageNotFoundError, version
 from aioseq._registry import StoreStatistics as StoreStatistics
 from aioseq._store import DynamoStore as DynamoStore
 
-# configuration
-from aioseq._values import Numbering as Numbering
-
 # counter administration (the functions: aioseq.admin)
 from aioseq.admin import CounterInfo as CounterInfo
 
@@ -29,6 +26,10 @@ from aioseq.config import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from aioseq.config import GroupCommit as GroupCommit
 from aioseq.config import RetryPolicy as RetryPolicy
 from aioseq.config import TableSpec as TableSpec
+
+# value types
+from aioseq.contracts import ItemCounter as ItemCounter
+from aioseq.contracts import SequenceSource as SequenceSource
 
 # errors
 from aioseq.errors import AioseqError as AioseqError
@@ -57,6 +58,9 @@ from aioseq.errors import WrongEventLoop as WrongEventLoop
 from aioseq.formatting import IdFormat as IdFormat
 from aioseq.formatting import zero_pad as zero_pad
 
+# configuration
+from aioseq.numbering import Numbering as Numbering
+
 # observability
 from aioseq.observe import Observer as Observer
 from aioseq.observe import StatisticsObserver as StatisticsObserver
@@ -66,12 +70,8 @@ from aioseq.strategies import AtomicCounter as AtomicCounter
 from aioseq.strategies import OptimisticCounter as OptimisticCounter
 from aioseq.strategies import SortKeyCounter as SortKeyCounter
 from aioseq.strategies import TransactionalCounter as TransactionalCounter
+from aioseq.strategies._base import CounterStatistics as CounterStatistics
 from aioseq.strategies.transactional import ItemSpec as ItemSpec
-
-# value types
-from aioseq.types import CounterStatistics as CounterStatistics
-from aioseq.types import ItemCounter as ItemCounter
-from aioseq.types import SequenceSource as SequenceSource
 
 try:
     __version__ = version("aioseq")

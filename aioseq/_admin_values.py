@@ -11,17 +11,10 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from aioseq._values import (
-    MAX_NUMBER,
-    NUMBERING_ATTRIBUTE,
-    UPDATED_AT_ATTRIBUTE,
-    AttributeValue,
-    Numbering,
-    number,
-    parse_counter,
-)
+from aioseq._items import AttributeValue, number, parse_counter
+from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE, UPDATED_AT_ATTRIBUTE
 from aioseq.errors import ConditionFailed, ConfigurationError, NumberOutOfRange
-from aioseq.numbering import recorded_text, renumbered_value
+from aioseq.numbering import Numbering, recorded_text, renumbered_value
 
 __all__ = [
     "NO_LIMIT",

@@ -15,8 +15,8 @@ from aiobotocore.session import AioSession
 from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 from botocore.loaders import Loader, create_loader
 
+from aioseq._checks import check_endpoint_url, check_region
 from aioseq._transport import NO_CREDENTIALS
-from aioseq._values import check_endpoint_url, check_region
 from aioseq.errors import ConfigurationError
 
 if TYPE_CHECKING:

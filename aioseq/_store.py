@@ -18,23 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import aioboto3
 
+from aioseq._checks import check_count, check_endpoint_url, check_region, check_seconds
 from aioseq._client import open_client
+from aioseq._items import Item
 from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
 from aioseq._transport import BotocoreTransport
-from aioseq._values import (
-    Item,
-    Numbering,
-    check_count,
-    check_endpoint_url,
-    check_region,
-    check_seconds,
-)
 from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import DEFAULT_TABLE_NAME, MAX_NUMBER, GroupCommit, RetryPolicy, TableSpec
 from aioseq.contracts import Managed, Send, Transport
 from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
+from aioseq.numbering import Numbering
 from aioseq.observe import Observer
 from aioseq.strategies.atomic import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter, WriteForm

@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aioseq._checks import check_count
 from aioseq._store import DynamoStore
 from aioseq._strategy_table import STRATEGIES, StrategyFacts, strategy_named
-from aioseq._values import check_count
 from aioseq.allocator import BlockAllocator
 from aioseq.errors import ConfigurationError
 from aioseq.strategies._base import Strategy

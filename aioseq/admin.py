@@ -50,26 +50,17 @@ from aioseq._admin_values import CounterInfo as CounterInfo
 from aioseq._admin_values import Progress as Progress
 from aioseq._admin_values import ScanProgress as ScanProgress
 from aioseq._admin_values import value_for_maximum as value_for_maximum
+from aioseq._checks import check_attribute_name, check_count, check_key, check_table_name
+from aioseq._items import AttributeValue, number, parse_counter
+from aioseq._limits import NUMBERING_ATTRIBUTE, UPDATED_AT_ATTRIBUTE
 from aioseq._retry import Verdict, is_transient
-from aioseq._values import (
-    NUMBERING_ATTRIBUTE,
-    UPDATED_AT_ATTRIBUTE,
-    AttributeValue,
-    Numbering,
-    check_attribute_name,
-    check_count,
-    check_key,
-    check_table_name,
-    number,
-    parse_counter,
-)
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     CounterNotFound,
     CounterWouldMoveBack,
 )
-from aioseq.numbering import recorded_text
+from aioseq.numbering import Numbering, recorded_text
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore

@@ -8,12 +8,12 @@ from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aioseq._checks import check_count, check_key
 from aioseq._coalesce import UNBOUND, Coalescer, ThreadOf, Waiter, running_thread
-from aioseq._values import Numbering, check_count, check_key
 from aioseq.config import MAX_NUMBER
 from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import ConfigurationError, NumberOutOfRange, StoreClosed
-from aioseq.numbering import numbering_for
+from aioseq.numbering import Numbering, numbering_for
 from aioseq.observe import Observer, RefillEvent, WasteEvent, WasteReason, notify
 from aioseq.strategies.atomic import AtomicCounter
 

@@ -1,14 +1,15 @@
 """Frozen configuration values: the table's layout, the retry policy and group commit.
 
-DynamoDB's limits and the checks of names are defined in `aioseq._values` and
-re-exported here, where the documentation has always named them."""
+DynamoDB's limits and the attribute names aioseq keeps for itself are published here (they
+live in the private `aioseq._limits`, which the values layer below this module reads)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from aioseq._values import (
+from aioseq._checks import check_attribute_name, check_seconds, check_table_name
+from aioseq._limits import (
     MAX_DIGITS,
     MAX_ITEM_BYTES,
     MAX_KEY_ATTRIBUTE_NAME_BYTES,
@@ -23,9 +24,6 @@ from aioseq._values import (
     TOKENS_ATTRIBUTE,
     TURN_ATTRIBUTE,
     WRITES_ATTRIBUTE,
-    check_attribute_name,
-    check_seconds,
-    check_table_name,
 )
 from aioseq.errors import ConfigurationError
 

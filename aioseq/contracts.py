@@ -11,6 +11,8 @@
 - [`Managed`][aioseq.contracts.Managed]: what the store needs of each object it makes, to
   share it per counter key, drop it when idle and close it with itself (httpcore's pool talks to
   its connections through such a set of public methods).
+- [`SequenceSource`][aioseq.SequenceSource] and [`ItemCounter`][aioseq.ItemCounter]: what
+  callers may rely on of the strategies, number first or item first.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from aioseq._items import Item
 from aioseq._retry import RetryEngine
-from aioseq._values import Item
 from aioseq.clock import Clock
 from aioseq.config import TableSpec
 from aioseq.observe import Observer
 
+# SequenceSource and ItemCounter are published as aioseq.SequenceSource, aioseq.ItemCounter.
 __all__ = ["Managed", "NumbersHeld", "Send", "Store", "Transport"]
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -175,3 +178,26 @@ class Managed(Protocol):
 
     async def aclose(self) -> None:
         """Refuse new calls and finish or fail the ones waiting; idempotent."""
+
+
+@runtime_checkable
+class SequenceSource(Protocol):
+    """What number-first strategies offer (``AtomicCounter``, ``OptimisticCounter``)."""
+
+    async def next(self) -> int:
+        """The next number."""
+        ...
+
+    async def next_many(self, n: int) -> range:
+        """``n`` consecutive numbers, as a ``range`` of length ``n``."""
+        ...
+
+
+@runtime_checkable
+class ItemCounter(Protocol):
+    """What item-first strategies offer (``SortKeyCounter``, ``TransactionalCounter``): store an
+    item under the next number and return that number."""
+
+    async def put(self, item: Any = ...) -> int:
+        """Store ``item`` with the next number; return the number."""
+        ...

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aioseq._checks import check_count
 from aioseq._store import DynamoStore
 from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
-from aioseq._values import check_count
 from aioseq._workload import check_numbers, run_workload, stored_payloads
 from aioseq.config import TableSpec
 

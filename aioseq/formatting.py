@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from aioseq._values import check_count
+from aioseq._checks import check_count
 from aioseq.config import MAX_DIGITS, MAX_NUMBER
 from aioseq.errors import ConfigurationError, NumberOutOfRange
 

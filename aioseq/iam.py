@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from aioseq._values import check_table_name
+from aioseq._checks import check_table_name
 from aioseq.errors import ConfigurationError
 
 __all__ = [

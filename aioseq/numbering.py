@@ -43,26 +43,96 @@ The sort-key strategy has no counter item, so nothing to record it on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from aioseq._values import (
-    MAX_NUMBER,
-    NUMBERING_ATTRIBUTE,
-    AttributeValue,
-    Numbering,
-)
+from aioseq._checks import check_count
+from aioseq._items import AttributeValue
+from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE
 from aioseq.errors import (
     ConfigurationError,
     CounterValueInvalid,
     NumberingMismatch,
 )
 
-if TYPE_CHECKING:
-    pass
+# Numbering is public (as aioseq.Numbering); the functions below are aioseq's own (the
+# strategies' and admin's): this module's docstring is their contract.
+__all__ = ["Numbering"]
 
-# The functions below are aioseq's own (the strategies' and admin's): this module's docstring
-# is the contract; nothing here is for callers to import.
-__all__: list[str] = []
+
+@dataclass(frozen=True)
+class Numbering:
+    """How a counter's values become numbers: value ``k`` (1, 2, 3, ...) is the number
+    ``offset + (k - 1) * stride``, and no number passes ``max_value``. The default numbering
+    hands out the values themselves (1, 2, 3, ...). Several deployments that share a key space
+    give each counter its own ``offset`` in ``1..stride`` and never collide (MySQL's
+    ``auto_increment_increment`` / ``auto_increment_offset``).
+
+    A counter item records its numbering on its first write, in the
+    [`NUMBERING_ATTRIBUTE`][aioseq.config.NUMBERING_ATTRIBUTE] attribute, as
+    [`encode()`][aioseq.Numbering.encode] writes it; an object that asks for another numbering on
+    the same counter is refused ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]).
+
+    Attributes:
+        stride: the step between two numbers (1 .. 10**12).
+        offset: the first number (0 .. ``MAX_NUMBER``).
+        max_value: the highest number, or ``None`` for no limit of the counter's own
+            (``MAX_NUMBER``).
+
+    Raises:
+        ConfigurationError: a value outside those ranges, or not an ``int``.
+    """
+
+    stride: int = 1
+    offset: int = 1
+    max_value: int | None = None
+
+    def __post_init__(self) -> None:
+        check_count(self.stride, "stride", maximum=10**12)
+        if (
+            not isinstance(self.offset, int)
+            or isinstance(self.offset, bool)
+            or not 0 <= self.offset <= MAX_NUMBER
+        ):
+            raise ConfigurationError(f"offset must be an int from 0 to 10**38 - 1: {self.offset!r}")
+        if self.max_value is not None:
+            check_count(self.max_value, "max_value")
+
+    def number(self, value: int) -> int:
+        """The number of counter value ``value`` (>= 1)."""
+        return self.offset + (value - 1) * self.stride
+
+    def count_up_to(self, highest: int) -> int:
+        """How many of this numbering's numbers are ``<= highest``: the counter value whose
+        number is the highest one not above it (0 when none is that low)."""
+        if highest < self.offset:
+            return 0
+        return (highest - self.offset) // self.stride + 1
+
+    def encode(self) -> str:
+        """The attribute's text: ``"stride=S offset=O"``, then ``" max_value=M"`` if set."""
+        text = f"stride={self.stride} offset={self.offset}"
+        return text if self.max_value is None else f"{text} max_value={self.max_value}"
+
+    @classmethod
+    def decode(cls, text: str) -> Numbering:
+        """The numbering [`encode()`][aioseq.Numbering.encode] wrote as ``text``.
+
+        Raises:
+            ConfigurationError: ``text`` is not what [`encode()`][aioseq.Numbering.encode] writes.
+        """
+        fields: dict[str, int] = {}
+        for part in text.split(" ") if isinstance(text, str) else [""]:
+            name, _, digits = part.partition("=")
+            if name not in ("stride", "offset", "max_value") or not digits.isdigit():
+                raise ConfigurationError(f"not a counter numbering: {text!r}")
+            fields[name] = int(digits)
+        if "stride" not in fields or "offset" not in fields:
+            raise ConfigurationError(f"not a counter numbering: {text!r}")
+        return cls(**fields)
+
+    def __str__(self) -> str:
+        return self.encode()
+
 
 #: The condition every write of a counter item adds (``AND``) to its own: no numbering
 #: recorded yet, or the writer's. ``#numbering`` and ``:numbering`` come from

@@ -39,8 +39,9 @@ from aiobotocore.config import AioConfig
 
 from aioseq import DynamoStore
 from aioseq._client import LOCAL_CREDENTIALS, LOCAL_REGION
+from aioseq._items import parse_counter
+from aioseq._limits import NUMBERING_ATTRIBUTE
 from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
-from aioseq._values import NUMBERING_ATTRIBUTE, parse_counter
 from aioseq._workload import Taker, factory_taker, make_taker, stored_numbers
 
 __all__ = [

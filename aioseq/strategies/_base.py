@@ -10,23 +10,23 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from aioseq import _retry
+from aioseq._checks import check_count, check_key
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
+from aioseq._items import parse_counter
 from aioseq._retry import Classify
-from aioseq._values import Numbering, check_count, check_key, parse_counter
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import ConfigurationError, StoreClosed
-from aioseq.numbering import numbering_for
+from aioseq.numbering import Numbering, numbering_for
 from aioseq.strategies._counter_item import CounterItem, TrackedCounterItem
 from aioseq.strategies._recent_writes import LostAnswers
-from aioseq.types import CounterStatistics
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -50,6 +50,29 @@ def group_commit(group: GroupCommit | bool) -> GroupCommit | None:
     if isinstance(group, GroupCommit):
         return group
     raise ConfigurationError(f"group must be a bool or a GroupCommit: {group!r}")
+
+
+@dataclass(frozen=True)
+class CounterStatistics:
+    """A snapshot of one counter object's work since it was made.
+
+    Attributes:
+        numbers: numbers handed out (or items stored) successfully.
+        retries: retries by reason (DynamoDB error code, or ``TransactionCanceled:<codes>``).
+        conflicts: how many of those retries were lost races (a failed condition on the counter
+            item or on the candidate sort key).
+        recovered: numbers of writes whose answer was lost, found applied when resent (their
+            callers got them, once).
+        unresolved: numbers of writes whose answer was lost and whose outcome could not be
+            told any more (see [`RECENT_WRITES`][aioseq.config.RECENT_WRITES]): possibly taken,
+            never handed out.
+    """
+
+    numbers: int = 0
+    retries: Mapping[str, int] = field(default_factory=dict)
+    conflicts: int = 0
+    recovered: int = 0
+    unresolved: int = 0
 
 
 def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:
@@ -259,9 +282,7 @@ class GroupCommitStrategy(Strategy):
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
         lost = self._lost
-        return dataclasses.replace(
-            super().statistics(), recovered=lost.recovered, unresolved=lost.unresolved
-        )
+        return replace(super().statistics(), recovered=lost.recovered, unresolved=lost.unresolved)
 
     def busy(self) -> bool:
         """A request running or waiting in flight, calls waiting in its group, or a commit in

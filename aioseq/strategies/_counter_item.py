@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aioseq._items import number
+from aioseq._limits import WRITES_ATTRIBUTE
 from aioseq._retry import Verdict
-from aioseq._values import WRITES_ATTRIBUTE, Numbering, number
 from aioseq.contracts import Store
 from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
+from aioseq.numbering import Numbering
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token, turns_of
 from aioseq.strategies._turn import Turn, TurnHeld
 

@@ -39,14 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._values import (
-    NUMBERING_ATTRIBUTE,
-    TURN_ATTRIBUTE,
-    AttributeValue,
-    Item,
-    number,
-    parse_counter,
-)
+from aioseq._items import AttributeValue, Item, number, parse_counter
+from aioseq._limits import NUMBERING_ATTRIBUTE, TURN_ATTRIBUTE
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
 from aioseq.errors import CounterValueInvalid
 from aioseq.numbering import recorded_text

@@ -42,8 +42,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aioseq._items import Item
+from aioseq._limits import TURN_ATTRIBUTE
 from aioseq._retry import Verdict, Waiting
-from aioseq._values import TURN_ATTRIBUTE, Item
 from aioseq.clock import Clock
 from aioseq.config import RECENT_WRITES
 from aioseq.contracts import Store

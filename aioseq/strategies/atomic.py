@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from aioseq._values import NUMBERING_ATTRIBUTE, Numbering, check_count, number, parse_counter
+from aioseq._checks import check_count
+from aioseq._items import number, parse_counter
+from aioseq._limits import NUMBERING_ATTRIBUTE
 from aioseq.config import MAX_NUMBER
 from aioseq.contracts import Store
 from aioseq.errors import (
@@ -15,7 +17,7 @@ from aioseq.errors import (
     CounterValueInvalid,
     NumberOutOfRange,
 )
-from aioseq.numbering import GUARD, check_recorded, guard_values
+from aioseq.numbering import GUARD, Numbering, check_recorded, guard_values
 from aioseq.strategies._base import Strategy
 
 __all__ = ["AtomicCounter"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aioseq._checks import check_count
 from aioseq._coalesce import Waiter
 from aioseq._retry import Verdict
-from aioseq._values import check_count
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from aioseq._checks import check_count
 from aioseq._coalesce import Waiter
+from aioseq._items import Item, check_item_size, item_size, number, serialize
 from aioseq._retry import Verdict
-from aioseq._values import Item, check_count, check_item_size, item_size, number, serialize
 from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import (

@@ -6,17 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from aioseq._checks import check_attribute_name, check_table_name
 from aioseq._coalesce import Waiter
+from aioseq._items import deserialize, item_size, storable_item
 from aioseq._retry import Verdict
-from aioseq._values import (
-    check_attribute_name,
-    check_item_size,
-    check_key,
-    check_table_name,
-    deserialize,
-    item_size,
-    serialize,
-)
 from aioseq.config import MAX_NUMBER, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import (
@@ -156,6 +149,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
             item_partition_key or store.table.partition_key, "item_partition_key"
         )
         self.number_attribute = check_attribute_name(number_attribute, "number_attribute")
+        # DynamoDB's limits on string key values: partition key 2048 UTF-8 bytes, sort key 1024.
+        self._key_limits = {self.item_partition_key: MAX_PARTITION_KEY_BYTES}
+        if store.table.sort_key is not None:
+            self._key_limits[store.table.sort_key] = MAX_SORT_KEY_BYTES
         #: Waiting puts whose earlier transaction was maybe applied and stayed unresolved (see
         #: `_found_stored()`), with that transaction; each leaves when its caller is answered.
         self._maybe_stored: dict[Put, _Transaction] = {}
@@ -184,7 +181,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 "put() takes a mapping of attribute names to values, or a function of the"
                 f" number that returns one, not {type(item).__name__}"
             )
-        serialized = serialize(made)
+        serialized = storable_item(made, self._key_limits)
         table = self.store.table
         sort_key = table.sort_key
         if (
@@ -200,9 +197,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 f" {self.number_attribute!r}); to number the sort key, pass a function of the"
                 f" number: put(lambda n: {{{table.partition_key!r}: ..., {sort_key!r}: n}})"
             )
-        self._check_key_values(serialized)
         self._check_key_attributes(serialized)
-        check_item_size(serialized)
         if self.item_table == self.store.table.name:
             counter_key = self._item.primary_key
             if all(serialized.get(name) == value for name, value in counter_key.items()):
@@ -226,17 +221,6 @@ class TransactionalCounter(ConditionalCounterStrategy):
                     f"the item's key attribute {name!r} must be of type {kind} in table"
                     f" {table.name!r}, not {next(iter(value))}"
                 )
-
-    def _check_key_values(self, item: Mapping[str, Any]) -> None:
-        """String key values within DynamoDB's limits: a partition key of 1 to 2048 UTF-8
-        bytes, a sort key (the store table's sort key name) of 1 to 1024."""
-        limits = {self.item_partition_key: MAX_PARTITION_KEY_BYTES}
-        if self.store.table.sort_key is not None:
-            limits[self.store.table.sort_key] = MAX_SORT_KEY_BYTES
-        for name, maximum in limits.items():
-            value = item.get(name)
-            if value is not None and "S" in value:
-                check_key(value["S"], f"the item's key attribute {name!r}", maximum=maximum)
 
     def _key_values(self, item: Mapping[str, Any]) -> tuple[str, ...]:
         """The item's key attributes as a hashable value (two puts with one key never share a

@@ -75,7 +75,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aioseq._values import item_size
+from aioseq._items import item_size
 from aioseq.errors import ConfigurationError
 
 __all__ = [

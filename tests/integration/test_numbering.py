@@ -24,7 +24,7 @@ from aioseq import (
     TableSpec,
     admin,
 )
-from aioseq._values import NUMBERING_ATTRIBUTE
+from aioseq._limits import NUMBERING_ATTRIBUTE
 
 
 async def recorded(store: DynamoStore, key: str) -> str | None:

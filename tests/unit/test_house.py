@@ -110,10 +110,16 @@ def test_aioseq_has_no_import_cycle() -> None:
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
-def test_the_values_layer_imports_nothing_of_aioseq_but_its_errors() -> None:
+def test_the_values_layer_imports_nothing_above_it() -> None:
+    """The bottom of the house, each module one concept: limits, then the checks of what
+    callers pass, then items and numberings; errors beside them."""
     graph = import_graph()
-    assert graph["aioseq._values"] <= {"aioseq.errors"}
     assert graph["aioseq.errors"] == set()
+    assert graph["aioseq._limits"] == set()
+    assert graph["aioseq._checks"] <= {"aioseq.errors", "aioseq._limits"}
+    assert graph["aioseq._items"] <= {"aioseq.errors", "aioseq._limits", "aioseq._checks"}
+    values = {"aioseq.errors", "aioseq._limits", "aioseq._checks", "aioseq._items"}
+    assert graph["aioseq.numbering"] <= values
 
 
 #: Each factory of DynamoStore and the class it shares.

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from aioseq import ConfigurationError, CounterValueInvalid, Numbering, NumberingMismatch
-from aioseq._values import MAX_NUMBER, NUMBERING_ATTRIBUTE
+from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE
 from aioseq.config import TableSpec
 from aioseq.numbering import (
     GUARD,

@@ -14,7 +14,7 @@ from aioseq import ConfigurationError, DynamoStore
 from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, StrategyFacts, strategy_named
 from aioseq._workload import make_taker
 from aioseq.cli import _parser
-from aioseq.types import ItemCounter, SequenceSource
+from aioseq.contracts import ItemCounter, SequenceSource
 
 REFUSING_ENDPOINT = "http://127.0.0.1:1"
 

@@ -10,25 +10,17 @@ from typing import Any
 import pytest
 
 from aioseq import ConfigurationError, CounterValueInvalid, Numbering, NumberOutOfRange
-from aioseq._values import (
-    MAX_ITEM_BYTES,
-    MAX_NUMBER,
-    MAX_PARTITION_KEY_BYTES,
-    MAX_SORT_KEY_BYTES,
+from aioseq._checks import (
     check_attribute_name,
     check_count,
     check_endpoint_url,
-    check_item_size,
     check_key,
     check_region,
     check_seconds,
     check_table_name,
-    deserialize,
-    item_size,
-    number,
-    parse_counter,
-    serialize,
 )
+from aioseq._items import check_item_size, deserialize, item_size, number, parse_counter, serialize
+from aioseq._limits import MAX_ITEM_BYTES, MAX_NUMBER, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES
 
 LONE_SURROGATE = "a\ud800"
 
