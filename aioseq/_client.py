@@ -40,9 +40,9 @@ _loader: Loader | None = None
 
 def _new_session() -> aioboto3.Session:
     """A fresh session (credentials, region and profile read anew, as botocore reads them) whose
-    service models come from one botocore ``Loader`` per process: a new session would parse
-    DynamoDB's model and the endpoint rules again, ~75 ms of CPU per client against ~6 ms
-    with the loader's cache (a process that opens a store per test, per tenant or per job)."""
+    service models come from one botocore ``Loader`` per process."""
+    # Without the shared loader each client parses DynamoDB's model and endpoint rules again:
+    # a cost per store for a process that opens one per test, per tenant or per job.
     global _loader
     if _loader is None:
         _loader = create_loader()

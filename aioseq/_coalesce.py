@@ -116,8 +116,8 @@ def running_thread(loop: asyncio.AbstractEventLoop) -> ThreadOf:
     ``BaseEventLoop.run_forever`` sets ``loop._thread_id`` to its thread for the run and back
     to ``None`` when it stops, so ``running_thread(loop)._thread_id == get_ident()`` holds
     exactly while ``loop`` runs in the caller's thread, and a thread runs one loop at a time:
-    the caller is on ``loop``. Two attribute reads and ``get_ident()`` (~35 ns), against
-    ``asyncio.get_running_loop()``'s ``getpid()`` system call on 3.11."""
+    the caller is on ``loop``."""
+    # Cheaper than asyncio.get_running_loop(), which makes a getpid() system call on 3.11.
     return cast(ThreadOf, loop) if isinstance(loop, asyncio.BaseEventLoop) else _RunningIn(loop)
 
 

@@ -420,6 +420,7 @@ def test_the_recommendation_keeps_the_defaults_unless_another_is_clearly_better(
     assert size_10["puts_per_s_vs_defaults"] == better
 
 
+@pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
 async def test_the_guard_measures_every_row_against_a_server(aioseq_endpoint: str) -> None:
     found = await guard.measure(
         aioseq_endpoint, calls=2, rounds=1, parts=True, allocator_calls=10, allocator_rounds=2

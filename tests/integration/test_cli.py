@@ -168,6 +168,7 @@ RACER = Path(__file__).resolve().parents[1] / "racer.py"
 
 
 @pytest.mark.slow
+@pytest.mark.only_on("dynamodb-local")  # processes racing: on the server that serves them at once
 def test_four_processes_at_once_on_one_counter_of_each_strategy(
     aioseq_endpoint: str, table: str, backend: str, tmp_path: Path
 ) -> None:

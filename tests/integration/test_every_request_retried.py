@@ -133,6 +133,7 @@ def flaky_schedule() -> FaultSchedule:
     raise AssertionError("no such seed")
 
 
+@pytest.mark.only_on("moto")  # the retry engine's, through the fault proxy: one server is enough
 def test_create_table_then_list_through_500s_and_resets_on_5_fresh_tables(
     aioseq_endpoint: str, tables: list[str]
 ) -> None:

@@ -79,6 +79,7 @@ def assert_prints_again(
 # counter beside them, with faults, a killed process and cancelled callers as above; no
 # `delay` faults (a request held past the read timeout holds its writer for that long, which
 # the soak's default bound allows for; here the bound is the 2 s).
+@pytest.mark.only_on("dynamodb-local")
 async def test_under_deadlines_every_counter_keeps_moving(aioseq_endpoint: str) -> None:
     lines: list[str] = []
     strategies = ["atomic", "optimistic", "optimistic+no-group", "transactional"]
