@@ -191,6 +191,7 @@ class Coalescer(Generic[R, T]):
             it could take it (the result was given, the caller was gone): the allocator counts
             such numbers, so every number is accounted for.
         home: the loop its first use must run in, when known (see `LoopBinding`).
+        sleep: what the window is waited on (the store's clock's ``sleep``).
     """
 
     def __init__(
@@ -202,8 +203,10 @@ class Coalescer(Generic[R, T]):
         name: str = "",
         on_abandoned: Callable[[T], None] | None = None,
         home: Callable[[], asyncio.AbstractEventLoop | None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._flush = held_weakly(flush)
+        self._sleep = sleep
         self._on_abandoned = None if on_abandoned is None else held_weakly(on_abandoned)
         self._max_batch = max_batch
         self._window_secs = window_secs
@@ -306,7 +309,7 @@ class Coalescer(Generic[R, T]):
                 if self._window_secs > 0 and (
                     self._max_batch is None or len(self.queue) < self._max_batch
                 ):
-                    await asyncio.sleep(self._window_secs)
+                    await self._sleep(self._window_secs)
                 batch: list[Waiter[R, T]] = []
                 while self.queue and (self._max_batch is None or len(batch) < self._max_batch):
                     waiter = self.queue.popleft()

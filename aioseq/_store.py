@@ -124,10 +124,14 @@ class DynamoStore:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
+        #: What this store and everything made on it measure time and wait on.
+        self.clock: Clock = clock or LoopClock()
         if transport is None:
             if client is None:
                 raise ConfigurationError("DynamoStore takes a client or a transport=")
-            transport = BotocoreTransport(client, observer=observer, table_name=spec.name)
+            transport = BotocoreTransport(
+                client, observer=observer, table_name=spec.name, clock=self.clock
+            )
         elif client is not None or observer is not None:
             raise ConfigurationError(
                 "DynamoStore takes a client or a transport=, not both; a transport's observer"
@@ -137,8 +141,6 @@ class DynamoStore:
         self.table = spec
         self.observer = transport.observer
         self.retry_policy = retry_policy or RetryPolicy()
-        #: What this store and everything made on it measure time and wait on.
-        self.clock: Clock = clock or LoopClock()
         #: The retry engine every request of this store and its objects runs under.
         self.retry = RetryEngine(self.retry_policy, self.observer, self.clock)
         self._closed = False  # aclose() began: new calls on the store's objects are refused
@@ -227,7 +229,12 @@ class DynamoStore:
                 read_timeout_secs=read_timeout_secs,
             )
             transport = BotocoreTransport(  # its client leaves parameter checks to it
-                client, owner=stack, observer=observer, table_name=spec.name, validates=True
+                client,
+                owner=stack,
+                observer=observer,
+                table_name=spec.name,
+                validates=True,
+                clock=clock,
             )
             return DynamoStore(
                 table=spec,

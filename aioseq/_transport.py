@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -32,6 +31,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.validate import validate_parameters
 
+from aioseq.clock import Clock, LoopClock
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -213,6 +213,7 @@ class BotocoreTransport:
         validates: `validate()` checks parameters (a client made with botocore's
             ``parameter_validation=False``, as `aioseq._client.open_client` makes them);
             otherwise the client checks every request itself.
+        clock: what a request's latency is measured on (the store's).
     """
 
     def __init__(
@@ -223,8 +224,10 @@ class BotocoreTransport:
         observer: Observer | None = None,
         table_name: str = "",
         validates: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
+        self._now = (clock or LoopClock()).now
         self.observer = observer
         self.table_name = table_name
         #: The event loop the client was handed over in (its connections live there), or
@@ -327,7 +330,7 @@ class BotocoreTransport:
             params = {**params, "ReturnConsumedCapacity": "TOTAL"}
         error: str | None = None
         response: dict[str, Any] | None = None
-        started = time.perf_counter()
+        started = self._now()
         self._in_flight += 1
         try:
             response = await getattr(self.client, operation)(**params)
@@ -350,7 +353,7 @@ class BotocoreTransport:
             event = RequestEvent(
                 operation=operation_name(operation),
                 table=self.table_name,
-                latency_secs=time.perf_counter() - started,
+                latency_secs=self._now() - started,
                 consumed_capacity_units=capacity_units(consumed),
                 error=error,
             )

@@ -351,6 +351,7 @@ class GroupCommitStrategy(Strategy):
             max_batch=grouping.max_size or largest,
             window_secs=float(grouping.window_secs),
             name=f"{type(self).__name__}({self.key!r}, group=True)",
+            sleep=self.store.clock.sleep,
         )
 
     async def _through(

@@ -29,6 +29,7 @@ def test_create_table_twice_succeeds(aioseq_endpoint: str, table: str) -> None:
     assert again.stdout == ""
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_next_prints_only_numbers_one_per_line(
     aioseq_endpoint: str, table: str, strategy: str
@@ -60,6 +61,7 @@ def test_failures_are_one_line_on_stderr_and_a_nonzero_exit(aioseq_endpoint: str
     assert run.stderr.count("\n") == 1 and "TableNotFound" in run.stderr
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize(
     "args",
     [
@@ -85,6 +87,7 @@ def test_group_for_a_strategy_without_group_mode_is_refused(
     assert run.returncode == 1 and "no group mode" in run.stderr
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize("strategy", [s.name for s in STRATEGIES if s.grouped])
 @pytest.mark.parametrize("flag", ["--group", "--no-group"])
 def test_group_and_no_group_are_both_accepted(
@@ -98,6 +101,7 @@ def test_group_and_no_group_are_both_accepted(
     assert_exactly(map(int, run.stdout.split()), 1, 6)
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_current_of_a_counter_never_used_fails(
     aioseq_endpoint: str, table: str, strategy: str
@@ -247,6 +251,7 @@ def test_demo_against_a_server_checks_every_strategy(aioseq_endpoint: str, table
     assert "all checks passed" in run.stdout
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize("args", [["--count", "-1"], ["--concurrency", "0"], ["--instances", "0"]])
 def test_demo_refuses_bad_arguments_before_it_touches_the_table(
     aioseq_endpoint: str, args: list[str]
@@ -257,6 +262,7 @@ def test_demo_refuses_bad_arguments_before_it_touches_the_table(
     assert asyncio.run(_table_exists(aioseq_endpoint, name)) is False
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
 @pytest.mark.parametrize("keep", [False, True])
 def test_demo_removes_what_it_wrote_unless_asked_to_keep_it(
     aioseq_endpoint: str, table: str, keep: bool
