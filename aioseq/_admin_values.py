@@ -88,15 +88,23 @@ class ScanTally:
     pages: int = 0
     items: int = 0
     maximum: int = 0
+    #: Items that hold the attribute, and those whose value there is a whole number.
+    with_attribute: int = 0
+    numbers: int = 0
 
     def add_page(
         self, items: Sequence[Mapping[str, AttributeValue]], attribute: str, *, last: bool
     ) -> ScanProgress:
         """Count one page of a segment (``last``: its final page); the progress after it."""
         for item in items:
-            found = whole_number(item.get(attribute))
-            if found is not None and found > self.maximum:
-                self.maximum = found
+            value = item.get(attribute)
+            if value is None:
+                continue
+            self.with_attribute += 1
+            found = whole_number(value)
+            if found is not None:
+                self.numbers += 1
+                self.maximum = max(self.maximum, found)
         self.pages += 1
         self.items += len(items)
         if last:

@@ -84,6 +84,7 @@ def make_taker(
     payload_prefix: str | None = None,
     stride: int = 1,
     offset: int = 1,
+    max_value: int | None = None,
 ) -> Taker:
     """A counter object for ``strategy`` (a name of `aioseq._strategy_table.STRATEGIES`) on
     ``key``. The item-writing strategies store a small item
@@ -101,7 +102,7 @@ def make_taker(
 
     ``stride`` and ``offset``: the allocator's numbering (numbers ``offset + (k - 1) * stride``,
     recorded on the counter item: see [`aioseq.numbering`][aioseq.numbering]); the other strategies
-    number ``stride=1 offset=1`` only.
+    number ``stride=1 offset=1`` only. ``max_value``: the factory's (``None``: its default).
 
     Raises:
         ConfigurationError: an unknown strategy, a bad key, ``group=True`` for a strategy
@@ -119,7 +120,7 @@ def make_taker(
         raise ConfigurationError(
             f"{strategy} has no group mode; those that do: {', '.join(grouped)}"
         )
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {} if max_value is None else {"max_value": max_value}
     if allocator:
         options.update(block_size=block_size, stride=stride, offset=offset)
         if fixed_block_size:
@@ -299,6 +300,7 @@ async def run_workload(
     on_number: Callable[[int], None] | None = None,
     stride: int = 1,
     offset: int = 1,
+    max_value: int | None = None,
 ) -> Run:
     """Take ``count`` numbers from counter ``key`` with ``concurrency`` tasks in this event loop.
 
@@ -313,7 +315,7 @@ async def run_workload(
         count, concurrency, instances: positive ints.
         block_size: the allocator's first block size.
         group: group commit (see `make_taker()`).
-        stride, offset: the allocator's numbering (see `make_taker()`).
+        stride, offset, max_value: the numbering (see `make_taker()`).
         on_number: called with each number as soon as it is taken (``aioseq next`` prints it).
 
     Raises:
@@ -325,7 +327,14 @@ async def run_workload(
     check_count(instances, "instances", maximum=10_000)
     takers = [
         make_taker(
-            store, strategy, key, block_size=block_size, group=group, stride=stride, offset=offset
+            store,
+            strategy,
+            key,
+            block_size=block_size,
+            group=group,
+            stride=stride,
+            offset=offset,
+            max_value=max_value,
         )
         for _ in range(instances)
     ]

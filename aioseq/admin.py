@@ -31,6 +31,7 @@ The values and pure arithmetic are in `aioseq._admin_values`, output formats in 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,8 @@ __all__ = [
 #: The most segments [`scan_maximum()`][aioseq.admin.scan_maximum] scans in parallel (DynamoDB
 #: allows 1,000,000; more than a few dozen only adds requests in flight on one client).
 MAX_SEGMENTS = 64
+
+log = logging.getLogger("aioseq")
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -427,6 +430,16 @@ async def scan_maximum(
         RetriesExhausted, StoreError: as for any request (``TableNotFound`` for a missing
             table).
     """
+    tally = await _scan(
+        store, table=table, attribute=attribute, segments=segments, progress=progress
+    )
+    return tally.maximum
+
+
+async def _scan(
+    store: DynamoStore, *, table: str, attribute: str, segments: int, progress: Progress | None
+) -> ScanTally:
+    """`scan_maximum()`'s scan: what it read."""
     check_table_name(table)
     check_attribute_name(attribute)
     check_count(segments, "segments", maximum=MAX_SEGMENTS)
@@ -460,7 +473,7 @@ async def scan_maximum(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    return tally.maximum
+    return tally
 
 
 async def start_after_maximum(
@@ -495,14 +508,25 @@ async def start_after_maximum(
         the counter's value afterwards.
 
     Raises:
-        ConfigurationError: a bad argument (nothing sent).
+        ConfigurationError: a bad argument (nothing sent), or ``table`` has items and none
+            holds a whole number in ``attribute`` (a misspelt name: nothing written). An empty
+            ``table`` leaves the counter as it is, with a warning in the log.
         CounterValueInvalid: the counter item's value is not a whole number; nothing written.
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
-    maximum = await scan_maximum(
+    tally = await _scan(
         store, table=table, attribute=attribute, segments=segments, progress=progress
     )
+    if tally.items and not tally.numbers:
+        raise ConfigurationError(
+            f"no item of table {table!r} holds a whole number in {attribute!r}"
+            f" ({tally.items:,} items scanned, {tally.with_attribute:,} with that attribute):"
+            " check the attribute's name; nothing written"
+        )
+    if not tally.items:
+        log.warning("table %r is empty: counter %r has nothing to start after", table, key)
+    maximum = tally.maximum
     try:
         numbering = (await describe_counter(store, key)).numbering
     except CounterNotFound:

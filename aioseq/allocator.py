@@ -596,8 +596,11 @@ class BlockAllocator:
         )
 
     async def current(self) -> int:
-        """The counter item's value now (the last counter value reserved by anyone)."""
-        return await self._counter.current()
+        """The last number reserved by anyone (0 before the first): the counter item's value
+        as a number of the numbering it records
+        ([`AtomicCounter.last_number()`][aioseq.AtomicCounter.last_number]); with ``stride=3
+        offset=2`` and a value of 2, 5. One ``GetItem`` (1 RCU)."""
+        return await self._counter.last_number()
 
     def __repr__(self) -> str:
         pairs = [(self._next_k, self._end_k), *map(tuple, self._spare)]

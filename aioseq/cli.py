@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -26,11 +27,16 @@ from typing import Any
 
 from aioseq import __version__, admin
 from aioseq._store import DynamoStore
-from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES
+from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
 from aioseq._workload import make_taker, run_workload
 from aioseq.admin import CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
-from aioseq.errors import ConfigurationError, CounterNotFound, TableNotFound
+from aioseq.errors import (
+    ConfigurationError,
+    CounterNotFound,
+    CounterWouldMoveBack,
+    TableNotFound,
+)
 
 __all__ = ["main"]
 
@@ -103,6 +109,14 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         metavar="O",
         help="allocator: the first number, recorded on the counter (1)",
+    )
+    take.add_argument(
+        "--max-value",
+        type=int,
+        default=None,
+        metavar="M",
+        help="the highest number handed out, as the counter records it (a counter made with"
+        " one refuses writers without it)",
     )
     take.add_argument(
         "--group",
@@ -243,13 +257,15 @@ async def _create_table(args: argparse.Namespace) -> int:
 
 
 async def _next(args: argparse.Namespace) -> int:
+    usage = None  # a usage error: nothing is opened, nothing written
     if args.strategy != "allocator" and (args.stride, args.offset) != (1, 1):
-        print(
-            "aioseq next: error: --stride and --offset take the allocator only"
-            " (--strategy allocator)",
-            file=sys.stderr,
-        )
-        return 2  # a usage error: nothing was opened, nothing written
+        usage = "--stride and --offset take the allocator only (--strategy allocator)"
+    elif args.group is not None and not strategy_named(args.strategy).grouped:
+        grouped = ", ".join(s.name for s in STRATEGIES if s.grouped)
+        usage = f"--group and --no-group take {grouped} only, not {args.strategy}"
+    if usage is not None:
+        print(f"aioseq next: error: {usage}", file=sys.stderr)
+        return 2
     out = sys.stdout
 
     def emit(n: int) -> None:
@@ -268,6 +284,7 @@ async def _next(args: argparse.Namespace) -> int:
             on_number=emit,
             stride=args.stride,
             offset=args.offset,
+            max_value=args.max_value,
         )
     return 0
 
@@ -339,7 +356,12 @@ def _parse_value(text: str) -> int:
 async def _set(args: argparse.Namespace) -> int:
     value = _parse_value(args.value)
     async with await _open(args) as store:
-        previous = await admin._set_counter(store, args.key, value, args.allow_backward)
+        try:
+            previous = await admin._set_counter(store, args.key, value, args.allow_backward)
+        except CounterWouldMoveBack as exc:
+            raise CounterWouldMoveBack(
+                exc.key, exc.current, exc.requested, override="--allow-backward"
+            ) from None
     if previous is None:
         print(f"counter {args.key!r} created at {value} (it did not exist)", file=sys.stderr)
     else:
@@ -476,12 +498,38 @@ def _create_table_hint(args: argparse.Namespace, error: TableNotFound) -> str:
     return f"; create it with: {command}"
 
 
+class RedactCredentials(logging.Filter):
+    """Masks credentials in every log line: at ``-vv`` botocore logs each request's signed
+    headers (``Authorization`` names the access key id, ``X-Amz-Security-Token`` is a
+    secret)."""
+
+    _SECRETS = re.compile(
+        r"""(?P<name>['"]?(?i:authorization|x-amz-security-token|aws_secret_access_key|"""
+        r"""aws_session_token|secretaccesskey|sessiontoken)['"]?[ \t]*[:=][ \t]*b?['"]?)"""
+        r"""(?P<value>[^'"\s,}]+(?: [^'"\s,}]+)*)"""
+        r"""|(?P<key_id>\b(?:AKIA|ASIA)[A-Z0-9]{16}\b)"""
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self._SECRETS.sub(self._mask, message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+    @staticmethod
+    def _mask(match: re.Match[str]) -> str:
+        return (match["name"] or "") + "<redacted>"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
     args = _parser().parse_args(argv)
     verbosity = getattr(args, "verbose", 0)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactCredentials())
     logging.basicConfig(
-        stream=sys.stderr,
+        handlers=[handler],
         level=logging.WARNING - 10 * min(verbosity, 2),
         format="%(levelname)s %(name)s: %(message)s",
     )

@@ -194,13 +194,16 @@ class CounterWouldMoveBack(AioseqError, ValueError):
         requested: the value asked for.
     """
 
-    def __init__(self, key: str, current: int, requested: int) -> None:
+    def __init__(
+        self, key: str, current: int, requested: int, *, override: str = "allow_backward=True"
+    ) -> None:
         self.key = key
         self.current = current
         self.requested = requested
+        # ``override``: how the caller's interface says "do it anyway" (the CLI's flag).
         super().__init__(
             f"counter {key!r} is at {current}; setting it back to {requested} would hand out"
-            f" {requested + 1}..{current} again (allow_backward=True to do it anyway)"
+            f" {requested + 1}..{current} again ({override} to do it anyway)"
         )
 
 

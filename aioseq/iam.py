@@ -20,6 +20,7 @@ hooks, and checks that they need exactly these actions on exactly the table.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -134,6 +135,12 @@ def actions(features: Iterable[str] = RUNTIME_FEATURES) -> list[str]:
     return sorted(needed)
 
 
+#: A table's ARN as a policy names it: ``*`` wildcards, ``REGION`` and ``ACCOUNT`` placeholders.
+_TABLE_ARN = re.compile(
+    r"arn:[a-z-]+:dynamodb:(?:[a-z0-9*-]+|REGION):(?:[0-9]{12}|\*|ACCOUNT):table/[A-Za-z0-9_.*-]{1,255}"
+)
+
+
 def table_arn(table: str, *, region: str, account: str, partition: str = "aws") -> str:
     """``arn:{partition}:dynamodb:{region}:{account}:table/{table}``.
 
@@ -159,11 +166,16 @@ def policy(
     it has one.
 
     Raises:
-        ConfigurationError: an unknown feature, or no ARN.
+        ConfigurationError: an unknown feature, no ARN, or one that is not a table's (a table
+            name of DynamoDB's characters; ``*`` wildcards and the placeholders ``REGION`` and
+            ``ACCOUNT`` are allowed).
     """
     arns = [table_arns] if isinstance(table_arns, str) else list(table_arns)
-    if not arns or not all(isinstance(a, str) and a.startswith("arn:") for a in arns):
-        raise ConfigurationError(f"table_arns must be one or more ARNs: {table_arns!r}")
+    if not arns or not all(isinstance(a, str) and _TABLE_ARN.fullmatch(a) for a in arns):
+        raise ConfigurationError(
+            "table_arns must be one or more DynamoDB table ARNs"
+            f" (arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME): {table_arns!r}"
+        )
     resource: str | list[str] = arns[0] if len(arns) == 1 else arns
     statements = [
         {"Sid": sid, "Effect": "Allow", "Action": granted, "Resource": resource}

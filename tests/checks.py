@@ -10,7 +10,7 @@ import io
 import subprocess
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from aioseq import DynamoStore
@@ -88,10 +88,13 @@ def record_requests(store: DynamoStore) -> list[tuple[str, dict[str, Any]]]:
     return sent
 
 
-def aioseq(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """The ``aioseq`` command as a script runs it (``python -m aioseq``), its output captured."""
+def aioseq(
+    *args: str, timeout: float = 300, python: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """The ``aioseq`` command as a script runs it (``python -m aioseq``, with the interpreter
+    options ``python``), its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "aioseq", *args],
+        [sys.executable, *python, "-m", "aioseq", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -17,7 +17,7 @@ from aioseq.errors import (
     CounterValueInvalid,
     NumberOutOfRange,
 )
-from aioseq.numbering import GUARD, Numbering, check_recorded, guard_values
+from aioseq.numbering import GUARD, Numbering, check_recorded, guard_values, recorded_text
 from aioseq.strategies._base import Strategy
 
 __all__ = ["AtomicCounter"]
@@ -236,6 +236,26 @@ class AtomicCounter(Strategy):
             return True
 
         return await self._retry(attempt)
+
+    async def last_number(self) -> int:
+        """The last number reserved on the counter by anyone: the counter item's value as a
+        number of the numbering it records (this object's when it records none); 0 before
+        the first.
+
+        DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), retried on transient errors.
+
+        Raises:
+            CounterValueInvalid: the value is not a whole number, or the recorded numbering is
+                not one.
+            RetriesExhausted, StoreError, StoreClosed: as
+                [`current()`][aioseq.AtomicCounter.current].
+        """
+        self._check_open()
+        item = await self._retry(self._item.read)
+        value = parse_counter(item, self.key, self.store.table.value_attribute)
+        recorded = recorded_text(item, self.key)
+        numbering = Numbering.decode(recorded) if recorded else self.numbering
+        return numbering.number(value) if value else 0
 
     async def give_back(self, numbers: range) -> bool:
         """Return unused numbers to the counter if nobody took any after them: the counter

@@ -93,12 +93,18 @@ def _back_up_each_table_once() -> None:
 
 
 def _quiet_handler() -> type:
-    """moto's request handler, without a log line per request."""
+    """moto's request handler, without a log line per request, and with one ``Server`` header
+    per answer (moto's; ``http.server`` adds its own, and aiohttp's strict parser, on under
+    ``python -X dev``, refuses an answer with two)."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
 
     class QuietHandler(MotoRequestHandler):
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            self.send_response_only(code, message)  # no Server or Date of http.server's
+            self.send_header("Date", self.date_time_string())
 
     return QuietHandler
 

@@ -1,5 +1,5 @@
-"""``aioseq set | list | describe | start-after | iam-policy``, run in-process (``run_cli``;
-``test_cli.py`` drives the script in subprocesses)."""
+"""``aioseq set | list | describe | start-after | iam-policy`` and the options of ``next`` and
+``current``, run in-process (``run_cli``; ``test_cli.py`` drives the script in subprocesses)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def test_the_issues_script(run: Any) -> None:
     code, out, err = run("set", "k1", "10")
     assert (code, out) == (1, "")
     assert err.count("\n") == 1 and "CounterWouldMoveBack" in err and "1001" in err
+    assert "(--allow-backward to do it anyway)" in err  # the CLI's flag, not the keyword
     assert run("describe", "k1")[1].split("\t")[:2] == ["k1", "1001"]  # nothing changed
 
     assert run("set", "k1", "10", "--allow-backward")[0] == 0
@@ -121,8 +122,22 @@ def test_start_after_prints_the_value_and_progress_on_stderr(
         assert (code, out) == (0, "4200\n"), err
         assert "scanned 3 items" in err and "2/2 segments" in err
         assert run("next", "orders")[:2] == (0, "4201\n")
-        code, out, err = run("start-after", "orders", "--table", source, "--attribute", "x")
+        code, out, err = run("start-after", "orders", "--table", source, "--attribute", "order_id")
         assert (code, out) == (0, "4201\n"), err  # never moves back
+    finally:
+        asyncio.run(_drop(aioseq_endpoint, source))
+
+
+def test_start_after_refuses_an_attribute_no_item_holds(run: Any, aioseq_endpoint: str) -> None:
+    """A misspelt attribute must not leave the counter where it was, exit 0 and let the legacy
+    ids be handed out again."""
+    source = f"aioseq-cli-src-{uuid.uuid4().hex[:8]}"
+    asyncio.run(_make_source(aioseq_endpoint, source, [3, 4_200, 17]))
+    try:
+        code, out, err = run("start-after", "orders", "--table", source, "--attribute", "orderid")
+        assert (code, out) == (1, ""), err
+        assert "no item of table" in err and "'orderid'" in err and "3 items scanned" in err
+        assert run("describe", "orders")[0] == 1  # nothing written: the counter does not exist
     finally:
         asyncio.run(_drop(aioseq_endpoint, source))
 
@@ -159,6 +174,51 @@ def test_iam_policy_prints_the_documented_policy(which: str) -> None:
     assert json.loads(done.stdout) == expected
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--table", "a b", "iam-policy", "--runtime"],
+        ["--region", "us east", "iam-policy", "--runtime"],
+        ["iam-policy", "--admin", "--table-arn", "arn:aws:dynamodb:x:123456789012:table/a b"],
+    ],
+)
+def test_iam_policy_refuses_what_no_arn_can_hold(args: list[str]) -> None:
+    done = run_cli(*args)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "ConfigurationError" in done.stderr and "ARN" in done.stderr
+
+
 def test_iam_policy_needs_one_of_runtime_or_admin() -> None:
     assert run_cli("iam-policy").returncode == 2
     assert run_cli("iam-policy", "--runtime", "--admin").returncode == 2
+
+
+@pytest.mark.parametrize("flag", ["--group", "--no-group"])
+@pytest.mark.parametrize("strategy", ["atomic", "allocator"])
+def test_group_flags_on_a_strategy_without_groups_are_a_usage_error(
+    run: Any, strategy: str, flag: str
+) -> None:
+    code, out, err = run("next", "k", "--strategy", strategy, flag)
+    assert (code, out) == (2, "") and f"not {strategy}" in err
+    assert run("describe", "k")[0] == 1  # nothing written
+
+
+def test_next_takes_the_max_value_a_counter_records(run: Any, aioseq_endpoint: str) -> None:
+    async def make() -> None:
+        table = TableSpec(name=run.table)
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            assert await store.atomic_counter("bounded", max_value=5).next() == 1
+
+    asyncio.run(make())
+    code, out, err = run("next", "bounded")  # the default records no max_value: refused
+    assert (code, out) == (1, "") and "NumberingMismatch" in err
+    assert run("next", "bounded", "--max-value", "5", "--count", "2")[:2] == (0, "2\n3\n")
+    code, out, err = run("next", "bounded", "--max-value", "5", "--count", "3")
+    assert code == 1 and "NumberOutOfRange" in err
+
+
+def test_current_of_an_allocator_is_its_last_number_reserved(run: Any) -> None:
+    args = ["--strategy", "allocator", "--stride", "3", "--offset", "2", "--block-size", "1"]
+    assert run("next", "striped", *args, "--count", "2")[:2] == (0, "2\n5\n")
+    assert run("current", "striped", "--strategy", "allocator")[:2] == (0, "5\n")
+    assert run("current", "striped")[:2] == (0, "2\n")  # the atomic counter: the value

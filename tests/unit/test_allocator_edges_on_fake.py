@@ -65,4 +65,4 @@ async def test_an_allocator_reads_its_counter_and_keeps_its_numbering(
     assert ids.numbering == Numbering(stride=3, offset=2)
     assert await ids.current() == 0
     assert [await ids.next() for _ in range(3)] == [2, 5, 8]
-    assert await ids.current() == 10  # the counter value reserved: one block
+    assert await ids.current() == 29  # the last number reserved: value 10 (one block) is 29
