@@ -39,6 +39,7 @@ from aioseq.errors import ConnectionFailed as ConnectionFailed
 from aioseq.errors import CounterNotFound as CounterNotFound
 from aioseq.errors import CounterValueInvalid as CounterValueInvalid
 from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
+from aioseq.errors import EndpointDown as EndpointDown
 from aioseq.errors import EndpointUnreachable as EndpointUnreachable
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
 from aioseq.errors import NumberingMismatch as NumberingMismatch
@@ -95,6 +96,7 @@ __all__ = [
     "CounterValueInvalid",
     "CounterWouldMoveBack",
     "DynamoStore",
+    "EndpointDown",
     "EndpointUnreachable",
     "GroupCommit",
     "IdFormat",

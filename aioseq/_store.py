@@ -20,6 +20,7 @@ import aioboto3
 
 from aioseq._checks import check_count, check_endpoint_url, check_region, check_seconds
 from aioseq._client import open_client
+from aioseq._endpoint import EndpointHealth
 from aioseq._items import Item
 from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
@@ -126,11 +127,16 @@ class DynamoStore:
             check_seconds(idle_secs, "idle_secs")
         #: What this store and everything made on it measure time and wait on.
         self.clock: Clock = clock or LoopClock()
+        self.retry_policy = retry_policy or RetryPolicy()
         if transport is None:
             if client is None:
                 raise ConfigurationError("DynamoStore takes a client or a transport=")
             transport = BotocoreTransport(
-                client, observer=observer, table_name=spec.name, clock=self.clock
+                client,
+                observer=observer,
+                table_name=spec.name,
+                clock=self.clock,
+                down_after_secs=self.retry_policy.max_unreachable_secs,
             )
         elif client is not None or observer is not None:
             raise ConfigurationError(
@@ -140,7 +146,6 @@ class DynamoStore:
         self.transport: Transport = transport
         self.table = spec
         self.observer = transport.observer
-        self.retry_policy = retry_policy or RetryPolicy()
         #: The retry engine every request of this store and its objects runs under.
         self.retry = RetryEngine(self.retry_policy, self.observer, self.clock)
         self._closed = False  # aclose() began: new calls on the store's objects are refused
@@ -235,6 +240,7 @@ class DynamoStore:
                 table_name=spec.name,
                 validates=True,
                 clock=clock,
+                down_after_secs=(retry_policy or RetryPolicy()).max_unreachable_secs,
             )
             return DynamoStore(
                 table=spec,
@@ -330,6 +336,14 @@ class DynamoStore:
     def closed(self) -> bool:
         """True once [`aclose()`][aioseq.DynamoStore.aclose] has begun."""
         return self._closed
+
+    @property
+    def endpoint(self) -> EndpointHealth:
+        """Whether the endpoint answers: ``endpoint.down_since`` is when it went down (``None``
+        while it answers), ``endpoint.up_since`` when it last came up, on the store's clock.
+        While it is down, requests fail at once with
+        [`EndpointDown`][aioseq.errors.EndpointDown]."""
+        return self.transport.endpoint
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None:

@@ -12,6 +12,7 @@ and ``ERRORS`` table).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from collections import Counter
@@ -31,6 +32,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.validate import validate_parameters
 
+from aioseq._endpoint import EndpointHealth
 from aioseq.clock import Clock, LoopClock
 from aioseq.errors import (
     ConditionFailed,
@@ -126,7 +128,29 @@ def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> S
             )
         return cls(message, code=code, operation=operation)
     cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
-    return cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+    lost = cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+    if operation in READ_OPERATIONS:
+        lost.maybe_applied = False  # a read changes nothing, whatever became of it
+    return lost
+
+
+#: The operations that change nothing: a lost answer to one of them applied nothing.
+READ_OPERATIONS = frozenset(
+    {
+        "BatchGetItem",
+        "DescribeContinuousBackups",
+        "DescribeEndpoints",
+        "DescribeLimits",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "GetItem",
+        "ListTables",
+        "ListTagsOfResource",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+    }
+)
 
 
 def tables_of(params: Mapping[str, Any]) -> tuple[str, ...]:
@@ -214,6 +238,8 @@ class BotocoreTransport:
             ``parameter_validation=False``, as `aioseq._client.open_client` makes them);
             otherwise the client checks every request itself.
         clock: what a request's latency is measured on (the store's).
+        down_after_secs: how long requests may go unanswered before the endpoint is down
+            (`EndpointHealth`; the store's ``RetryPolicy.max_unreachable_secs``).
     """
 
     def __init__(
@@ -225,9 +251,16 @@ class BotocoreTransport:
         table_name: str = "",
         validates: bool = False,
         clock: Clock | None = None,
+        down_after_secs: float = 3.0,
     ) -> None:
         self.client = client
-        self._now = (clock or LoopClock()).now
+        clock = clock or LoopClock()
+        self._now = clock.now
+        #: Whether the endpoint answers; requests fail at once while it is down.
+        self.endpoint = EndpointHealth(
+            str(getattr(client.meta, "endpoint_url", "") or "DynamoDB"), down_after_secs, clock
+        )
+        self.endpoint.probe = self._probe
         self.observer = observer
         self.table_name = table_name
         #: The event loop the client was handed over in (its connections live there), or
@@ -305,11 +338,20 @@ class BotocoreTransport:
         """
         if self._closed:
             raise StoreClosed("this DynamoStore is closed")
+        endpoint = self.endpoint
+        if endpoint.unanswered_since is not None and endpoint.is_down():
+            raise endpoint.refused(operation_name(operation))
         if self.observer is not None:
             return await self._send_observed(operation, params, self.observer)
+        if endpoint.unanswered_since is None:  # (EndpointHealth.sending(), inline)
+            endpoint.unanswered_since = self._now()
         self._in_flight += 1
         try:
             response: dict[str, Any] = await getattr(self.client, operation)(**params)
+            if endpoint.down_since is None:  # (EndpointHealth.answered(), inline)
+                endpoint.unanswered_since = None
+            else:
+                endpoint.answered()
             return response
         except BaseException as exc:
             error = self._failure(exc, operation, params)
@@ -331,9 +373,11 @@ class BotocoreTransport:
         error: str | None = None
         response: dict[str, Any] | None = None
         started = self._now()
+        self.endpoint.sending()
         self._in_flight += 1
         try:
             response = await getattr(self.client, operation)(**params)
+            self.endpoint.answered()
             return response
         except BaseException as exc:
             failure = self._failure(exc, operation, params)
@@ -367,6 +411,8 @@ class BotocoreTransport:
         ``ConfigurationError`` for missing credentials,
         ``StoreClosed`` for a request this transport's close cut off."""
         if isinstance(exc, (ClientError, BotocoreConnectionError, HTTPClientError)):
+            if isinstance(exc, ClientError):  # an answer, if an error one: the endpoint is up
+                self.endpoint.answered()
             translated: BaseException | None = self._cut_off(
                 translate(exc, operation_name(operation), tables_of(params))
             )
@@ -394,10 +440,19 @@ class BotocoreTransport:
             return closed
         return error
 
+    async def _probe(self) -> None:
+        """One ``DescribeEndpoints`` (no table, no capacity): an answer of any kind, an error
+        included, brings the endpoint up; no answer raises."""
+        # (AccessDenied, an unknown operation...: an answer all the same)
+        with contextlib.suppress(ClientError):
+            await self.client.describe_endpoints()
+        self.endpoint.answered()
+
     async def aclose(self, *, timeout_secs: float) -> None:
         """Wait until the requests in flight are answered (at most ``timeout_secs``), then
         refuse new ones and close the client if this transport owns it. A request the close
         cuts off gets ``StoreClosed`` with ``maybe_applied``."""
+        await self.endpoint.aclose()
         if self._in_flight:
             self._drained = asyncio.Event()
             try:

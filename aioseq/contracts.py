@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from aioseq._endpoint import EndpointHealth
 from aioseq._items import Item
 from aioseq._retry import RetryEngine
 from aioseq.clock import Clock
@@ -63,6 +64,10 @@ class Transport(Protocol):
     @property
     def requests(self) -> Counter[str]:
         """Requests sent so far, by API operation name (``{"UpdateItem": 3}``)."""
+
+    @property
+    def endpoint(self) -> EndpointHealth:
+        """Whether its endpoint answers (a transport that never loses one: never down)."""
 
     def validate(self, operation: str, params: dict[str, Any]) -> None:
         """Check ``params`` for ``operation`` (nothing is sent).
@@ -107,6 +112,10 @@ class Store(Protocol):
     @property
     def clock(self) -> Clock:
         """What to read time from and wait on."""
+
+    @property
+    def endpoint(self) -> EndpointHealth:
+        """Whether its endpoint answers (the transport's)."""
 
     async def send_once(self, operation: str, **params: Any) -> dict[str, Any]:
         """Check and send one request: one attempt, no retries."""

@@ -43,6 +43,7 @@ __all__ = [
     "CounterNotFound",
     "CounterValueInvalid",
     "CounterWouldMoveBack",
+    "EndpointDown",
     "EndpointUnreachable",
     "ItemAlreadyExists",
     "NumberOutOfRange",
@@ -366,3 +367,12 @@ class EndpointUnreachable(ConnectionFailed):
     is reported quickly, naming it, instead of after the whole retry budget."""
 
     maybe_applied = False
+
+
+class EndpointDown(EndpointUnreachable):
+    """The store's endpoint has answered no request for ``RetryPolicy.max_unreachable_secs``
+    (no connection, or connections that never answer), so this request was not sent: it fails
+    at once, not retried, until the endpoint answers again (one probe at a time asks it; see
+    [Operations](../operations.md#dynamodb-unreachable)). Nothing was applied."""
+
+    retryable = False

@@ -41,6 +41,7 @@ from moto.core.request import normalize_request
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.responses import DynamoHandler
 
+from aioseq._endpoint import EndpointHealth
 from aioseq._transport import _unknown_operation, capacity_units, tables_of, translate
 from aioseq.errors import ConfigurationError, StoreClosed
 from aioseq.observe import Observer, RequestEvent, notify
@@ -173,6 +174,8 @@ class FakeDynamoDB:
         self._planned: deque[PlannedFault] = deque()
         self._pick = schedule.picker() if schedule is not None else None
         self._requests: Counter[str] = Counter()
+        #: Always up: the fake answers every request it gets.
+        self.endpoint = EndpointHealth("FakeDynamoDB", 3.0)
         self._tokens: dict[str, _Token] = {}
         self._account = f"{uuid.uuid4().int % 10**12:012d}"
         self._serializer = create_serializer("json", include_validation=False)

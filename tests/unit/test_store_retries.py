@@ -9,7 +9,14 @@ import pytest
 from botocore.exceptions import ParamValidationError
 from checks import SleepHook
 
-from aioseq import ConnectionFailed, DynamoStore, RetriesExhausted, RetryPolicy
+from aioseq import (
+    ConnectionFailed,
+    DynamoStore,
+    EndpointDown,
+    EndpointUnreachable,
+    RetriesExhausted,
+    RetryPolicy,
+)
 from aioseq._retry import RetryEngine, Verdict
 from aioseq._transport import BotocoreTransport
 from aioseq.testing import ManualClock
@@ -98,3 +105,38 @@ async def test_call_checks_parameters_on_the_client_aioseq_opens() -> None:
         borrowed = DynamoStore(owner.client, owner.table)
         assert isinstance(borrowed.transport, BotocoreTransport)
         assert not borrowed.transport.validates  # a client of the caller's checks itself
+
+
+async def test_an_endpoint_unanswered_for_the_limit_fails_every_call_at_once() -> None:
+    """The first call spends max_unreachable_secs trying; once the endpoint is down, calls of
+    every kind fail at once with EndpointDown, sending nothing; a probe checks it meanwhile."""
+    clock = ManualClock()
+    policy = RetryPolicy(max_attempts=1000, max_unreachable_secs=3.0)
+    async with DynamoStore.open(
+        endpoint_url=REFUSING_ENDPOINT, retry_policy=policy, clock=clock, idle_secs=None
+    ) as store:
+        counter = store.atomic_counter("k")
+        with pytest.raises((RetriesExhausted, EndpointDown)) as caught:
+            await counter.next()  # the attempt past the limit finds the endpoint down
+        first = caught.value
+        assert isinstance(getattr(first, "last_error", first), EndpointUnreachable)
+        assert not first.maybe_applied
+        assert store.endpoint.down_since is not None
+        sent = store.requests["UpdateItem"] + store.requests["TransactWriteItems"]
+        for call in (
+            counter.next,
+            store.transactional_counter("t").put({"pk": "o", "sk": 1}),
+            store.optimistic_counter("o").next,
+            counter.current,
+        ):
+            with pytest.raises(EndpointDown) as refused:
+                await (call() if callable(call) else call)
+            assert not refused.value.maybe_applied
+        assert store.requests["UpdateItem"] + store.requests["TransactWriteItems"] == sent
+        assert store.requests["GetItem"] == 0
+        for _ in range(200):  # the probe's connection is refused on the loop's time
+            if store.requests["DescribeEndpoints"]:
+                break
+            await asyncio.sleep(0.01)
+        assert store.requests["DescribeEndpoints"] >= 1  # the probe: still refused
+        assert store.endpoint.down_since is not None
