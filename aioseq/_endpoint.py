@@ -22,7 +22,8 @@ from aioseq.errors import EndpointDown
 
 __all__ = ["PROBE_SECS", "EndpointHealth"]
 
-log = logging.getLogger("aioseq")
+#: Its own logger: a service watches it; the CLI, which reports the error itself, quiets it.
+log = logging.getLogger("aioseq.endpoint")
 
 #: The wait between two probes of an endpoint that is down, in seconds.
 PROBE_SECS = 0.5

@@ -525,6 +525,7 @@ class DynamoStore:
         stride: int = 1,
         offset: int = 1,
         max_value: int = MAX_NUMBER,
+        runway_secs: float | None = None,
     ) -> BlockAllocator:
         """The [`BlockAllocator`][aioseq.BlockAllocator] this store shares for ``key``: made as
         ``BlockAllocator(store, key, ...)`` with these arguments on the first call, the same
@@ -544,6 +545,7 @@ class DynamoStore:
             stride,
             offset,
             max_value,
+            runway_secs,
         )
         found: BlockAllocator | None = self._shared.shared(
             "block_allocator", key, options, _ALLOCATOR_OPTIONS
@@ -560,6 +562,7 @@ class DynamoStore:
                 stride=stride,
                 offset=offset,
                 max_value=max_value,
+                runway_secs=runway_secs,
             )
             found = self._shared.add("block_allocator", options, made)
         return found
@@ -757,6 +760,7 @@ _ALLOCATOR_OPTIONS = (
     "stride",
     "offset",
     "max_value",
+    "runway_secs",
 )
 
 

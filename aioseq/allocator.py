@@ -8,7 +8,7 @@ from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aioseq._checks import check_count, check_key
+from aioseq._checks import check_count, check_key, check_seconds
 from aioseq._coalesce import UNBOUND, Coalescer, ThreadOf, Waiter, running_thread
 from aioseq.config import MAX_NUMBER
 from aioseq.contracts import NumbersHeld, Store
@@ -36,6 +36,10 @@ class AllocatorStatistics:
         refills: ``ADD`` requests made (a prefetch is one).
         refills_waited: calls that had to wait for a refill instead of being served at once.
         block_size: the current block size.
+        rate: numbers handed out per second, as last measured (0.0 before two refills).
+        runway_secs: seconds the numbers available last at ``rate`` (``None`` before a rate is
+            measured).
+        headroom: numbers left to reserve before ``max_value`` (``None``: no ``max_value``).
     """
 
     handed_out: int
@@ -46,6 +50,9 @@ class AllocatorStatistics:
     refills: int
     refills_waited: int
     block_size: int
+    rate: float = 0.0
+    runway_secs: float | None = None
+    headroom: int | None = None
 
 
 class BlockAllocator:
@@ -70,6 +77,11 @@ class BlockAllocator:
       or halved per refill and kept within ``[min_block_size, max_block_size]``. Leaf doubles
       or halves its step by how fast segments go; this moves to the measured need directly, with
       the same damping.
+    - **Runway.** With ``runway_secs``, the allocator keeps at least ``runway_secs`` worth of
+      numbers at its measured rate reserved ahead (in blocks of at most ``max_block_size``,
+      refilled in the background), so that it keeps serving while DynamoDB is unreachable;
+      a refill that fails is tried again by the next call past the low-water mark, off the
+      callers' path. The price: a crash wastes up to the runway (``aclose()`` gives it back).
     - **Give-back.** ``aclose()`` returns the unused tail of the last block with a conditional
       update (``SET #value = :tail_start - 1 IF #value = :our_top``) that succeeds only if
       nobody reserved after us; otherwise the numbers stay unused and are counted as wasted.
@@ -108,6 +120,8 @@ class BlockAllocator:
             keeps ``block_size`` fixed.
         prefetch_at: reserve the next block when fewer than this fraction of a block is left
             (0 <= prefetch_at < 1; 0 disables prefetch).
+        runway_secs: keep at least this many seconds of numbers, at the rate measured between
+            refills, reserved ahead (``None``, the default: the prefetch alone).
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
             ``0 <= offset <= max_value``).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
@@ -126,12 +140,41 @@ class BlockAllocator:
     # no longer shares its keys, so every read would be a dict look-up).
     # fmt: off
     __slots__ = (
-        "__weakref__", "_base", "_block_size", "_clock", "_close_finished", "_closed",
-        "_coalescer", "_counter", "_end_k", "_evicted", "_handed_out_at_last_refill",
-        "_last_refill_at", "_loop_state", "_low_water", "_next_k", "_prefetch_k", "_refills",
-        "_refills_waited", "_reserved", "_returned", "_spare", "_spare_count", "_top", "_waiting",
-        "_wasted", "key", "max_block_size", "max_value", "min_block_size", "offset",
-        "prefetch_at", "stride", "target_refill_interval_secs",
+        "__weakref__",
+        "_base",
+        "_block_size",
+        "_clock",
+        "_close_finished",
+        "_closed",
+        "_coalescer",
+        "_counter",
+        "_end_k",
+        "_evicted",
+        "_handed_out_at_last_refill",
+        "_last_refill_at",
+        "_loop_state",
+        "_low_water",
+        "_next_k",
+        "_prefetch_k",
+        "_rate",
+        "_refills",
+        "_refills_waited",
+        "_reserved",
+        "_returned",
+        "_spare",
+        "_spare_count",
+        "_top",
+        "_waiting",
+        "_wasted",
+        "key",
+        "max_block_size",
+        "max_value",
+        "min_block_size",
+        "offset",
+        "prefetch_at",
+        "runway_secs",
+        "stride",
+        "target_refill_interval_secs",
     )
     # fmt: on
 
@@ -148,8 +191,11 @@ class BlockAllocator:
         stride: int = 1,
         offset: int = 1,
         max_value: int = MAX_NUMBER,
+        runway_secs: float | None = None,
     ) -> None:
         self.key = check_key(key)
+        if runway_secs is not None:
+            check_seconds(runway_secs, "runway_secs")
         for name, value in (
             ("block_size", block_size),
             ("min_block_size", min_block_size),
@@ -188,6 +234,8 @@ class BlockAllocator:
         self.max_block_size = max_block_size
         self.target_refill_interval_secs = target_refill_interval_secs
         self.prefetch_at = float(prefetch_at)
+        self.runway_secs = runway_secs
+        self._rate = 0.0  # numbers handed out per second, measured between refills
         self.stride = stride
         self.offset = offset
         self._clock = store.clock
@@ -331,6 +379,9 @@ class BlockAllocator:
             return  # a prefetch that is no longer needed
         self._resize()
         size = max(self._block_size, demand + self._low_water)
+        if self.runway_secs is not None:  # what the runway lacks, a block at a time
+            wanted = demand + self._low_water - self.available
+            size = max(self._block_size, min(wanted, self.max_block_size))
         if self._evicted:  # a caller held it across its drop: its store takes it back
             self._evicted = False
             self._counter.store.adopt(self)
@@ -420,12 +471,24 @@ class BlockAllocator:
         used = handed_out - self._handed_out_at_last_refill
         self._handed_out_at_last_refill = handed_out
         target_interval = self.target_refill_interval_secs
-        if target_interval is None or last is None or now <= last:
+        if last is None or now <= last:
             return
-        wanted = used / (now - last) * target_interval
+        self._rate = used / (now - last)
+        if target_interval is None:
+            self._set_low_water()
+            return
+        wanted = self._rate * target_interval
         size = min(max(wanted, self._block_size / 2), self._block_size * 2)
         self._block_size = int(min(max(size, self.min_block_size), self.max_block_size))
-        self._low_water = int(self._block_size * self.prefetch_at)
+        self._set_low_water()
+
+    def _set_low_water(self) -> None:
+        """The mark below which a refill starts: ``prefetch_at`` of a block, or the runway at
+        the measured rate when that is more."""
+        low = int(self._block_size * self.prefetch_at)
+        if self.runway_secs is not None:
+            low = max(low, int(self._rate * self.runway_secs))
+        self._low_water = low
         self._blocks_changed()
 
     async def prefetch(self) -> None:
@@ -584,6 +647,10 @@ class BlockAllocator:
     def statistics(self) -> AllocatorStatistics:
         """A frozen snapshot of the allocator's work."""
         available = self.available
+        rate = self._rate
+        headroom = None
+        if self.max_value < MAX_NUMBER:  # unreserved counter values, and those held here
+            headroom = self._counter.max_value - (self._top or 0) + available
         return AllocatorStatistics(
             handed_out=self._reserved - self._returned - self._wasted - available,
             reserved=self._reserved,
@@ -593,6 +660,9 @@ class BlockAllocator:
             refills=self._refills,
             refills_waited=self._refills_waited,
             block_size=self._block_size,
+            rate=rate,
+            runway_secs=available / rate if rate > 0 else None,
+            headroom=headroom,
         )
 
     async def current(self) -> int:

@@ -528,6 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbosity = getattr(args, "verbose", 0)
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RedactCredentials())
+    if not verbosity:  # the error line names the endpoint already: one line, as always
+        logging.getLogger("aioseq.endpoint").setLevel(logging.ERROR)
     logging.basicConfig(
         handlers=[handler],
         level=logging.WARNING - 10 * min(verbosity, 2),

@@ -348,7 +348,7 @@ async def test_an_allocator_with_strides_never_passes_max_value(aioseq_store: Dy
     assert [await allocator.next() for _ in range(7)] == [2, 5, 8, 11, 14, 17, 20]
     with pytest.raises(NumberOutOfRange):
         await allocator.next()
-    assert await allocator.current() == 7  # the counter value of 20
+    assert await allocator.current() == 20  # the last number reserved (counter value 7)
     await allocator.aclose()
 
 

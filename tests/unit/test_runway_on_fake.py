@@ -1,0 +1,78 @@
+"""A block allocator's runway (issue 31): numbers reserved ahead for ``runway_secs`` at the
+measured rate, served while every refill fails; on the fake, time moved by the test."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from aioseq import ConfigurationError, DynamoStore
+from aioseq.testing import FakeDynamoDB, ManualClock
+
+RATE = 100  # numbers a second: one every 10 ms of the test's clock
+#: Blocks sized for a refill a second (~100 numbers), so that a runway of 10 s is ten blocks.
+SMALL: dict[str, Any] = {"block_size": 10, "target_refill_interval_secs": 1.0}
+
+
+async def _take(allocator: object, clock: ManualClock, n: int) -> list[int]:
+    taken = []
+    for _ in range(n):
+        taken.append(await allocator.next())  # type: ignore[attr-defined]
+        clock.advance(1 / RATE)
+        await asyncio.sleep(0)  # a prefetch runs between calls, as in a service
+    return taken
+
+
+async def test_the_runway_holds_its_seconds_of_numbers_ahead(
+    fake_store: DynamoStore, clock: ManualClock
+) -> None:
+    ids = fake_store.block_allocator("ids", **SMALL, runway_secs=10.0)
+    taken = await _take(ids, clock, 600)
+    stats = ids.statistics()
+    assert stats.rate == pytest.approx(RATE, rel=0.2)
+    assert stats.runway_secs is not None and stats.runway_secs >= 10.0 * 0.9
+    assert stats.block_size <= 200  # the runway is many blocks, not one big one
+    assert taken == list(range(1, 601))
+
+
+async def test_the_runway_serves_while_every_refill_fails(
+    fake: FakeDynamoDB, fake_store: DynamoStore, clock: ManualClock
+) -> None:
+    ids = fake_store.block_allocator("ids", **SMALL, runway_secs=10.0)
+    before = await _take(ids, clock, 400)
+    held = ids.statistics().available
+    assert held >= 900
+    down = True
+    fake.inject("internal-error", operation="UpdateItem", times=10**9, when=lambda _: down)
+    during = await _take(ids, clock, held)  # DynamoDB gone: no caller gets an error
+    assert ids.statistics().available == 0 and fake.injected["internal-error"] > 0
+    down = False  # back: the next call past the low-water mark refills
+    after = await _take(ids, clock, 100)
+    taken = before + during + after
+    assert taken == sorted(set(taken))  # unique and increasing, across the outage
+
+
+async def test_without_a_runway_the_prefetch_alone_holds_numbers(
+    fake_store: DynamoStore, clock: ManualClock
+) -> None:
+    ids = fake_store.block_allocator("ids", **SMALL)
+    await _take(ids, clock, 600)
+    stats = ids.statistics()
+    assert stats.runway_secs is not None and stats.runway_secs <= 2.0  # a block and a half
+
+
+@pytest.mark.parametrize("runway_secs", [0, -1.0, float("nan"), "10"])
+def test_a_bad_runway_is_refused(fake_store: DynamoStore, runway_secs: object) -> None:
+    with pytest.raises(ConfigurationError, match="runway_secs"):
+        fake_store.block_allocator("ids", runway_secs=runway_secs)  # type: ignore[arg-type]
+
+
+async def test_headroom_counts_down_to_max_value(
+    fake_store: DynamoStore, clock: ManualClock
+) -> None:
+    bounded = fake_store.block_allocator("b", block_size=10, max_value=1000)
+    assert fake_store.block_allocator("u").statistics().headroom is None
+    await bounded.next()
+    assert bounded.statistics().headroom == 999
