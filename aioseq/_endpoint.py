@@ -108,10 +108,11 @@ class EndpointHealth:
 
     def refused(self, operation: str) -> EndpointDown:
         """The error a request gets while the endpoint is down (nothing sent)."""
-        down_for = self.clock.now() - (self.down_since or self.clock.now())
+        now = self.clock.now()
+        since = self.unanswered_since if self.unanswered_since is not None else now
         return EndpointDown(
-            f"{operation}: {self.name} has answered no request for"
-            f" {self.down_after_secs:g} s (down {down_for:.1f} s); not sent",
+            f"{operation}: not sent: {self.name} has answered no request for"
+            f" {max(now - since, self.down_after_secs):.1f} s",
             operation=operation,
         )
 
