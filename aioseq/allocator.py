@@ -487,7 +487,10 @@ class BlockAllocator:
         the measured rate when that is more."""
         low = int(self._block_size * self.prefetch_at)
         if self.runway_secs is not None:
-            low = max(low, int(self._rate * self.runway_secs))
+            # At most doubled per refill, as blocks are: a first rate, measured over a burst
+            # served in a few milliseconds, would reserve far too much.
+            wanted = int(self._rate * self.runway_secs)
+            low = max(low, min(wanted, 2 * max(self._low_water, self._block_size)))
         self._low_water = low
         self._blocks_changed()
 
