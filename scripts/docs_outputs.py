@@ -332,6 +332,13 @@ def liveness_table() -> None:
     )
 
 
+def outage_table() -> None:
+    """DynamoDB unreachable, refused then silent, from docs/performance/outage.json."""
+    from benchmarks import outage
+
+    emit(outage.markdown(_report("outage")), lang=None)
+
+
 def guard_table() -> None:
     """The hot path's guarded figures, from docs/performance/guard.json."""
     from benchmarks import guard
