@@ -19,6 +19,8 @@ from aioseq.numbering import Numbering, recorded_text, renumbered_value
 __all__ = [
     "NO_LIMIT",
     "NO_LIMIT_VALUES",
+    "AuditTally",
+    "CounterAudit",
     "CounterInfo",
     "Progress",
     "Repin",
@@ -268,3 +270,105 @@ NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="
 class Repin(ConditionFailed):
     """The write found a numbering with a ``max_value`` that the value fits: it is sent again
     at once, pinned to that numbering (a ``set_numbering`` in between refuses it again)."""
+
+
+@dataclass(frozen=True)
+class CounterAudit:
+    """One counter checked against its items ([`audit_counter()`][aioseq.admin.audit_counter]).
+
+    Attributes:
+        key: the counter key.
+        highest: the highest number the counter has handed out or reserved: its value as a
+            number of its numbering (0 before the first; with no counter item, the highest
+            number an item holds).
+        items: items found that hold a number.
+        missing: the numbers of the numbering, from its first up to ``highest``, that no item
+            holds, as ranges (``range(first, last + stride, stride)``), in order.
+        above: how many items hold a number above ``highest``: the counter stands below
+            numbers already used (it was restored alone, or items were copied in).
+        highest_item: the highest number an item holds (0 if none).
+        off_numbering: how many items hold a number that is not one of the numbering's.
+        duplicates: numbers more than one item holds (only where the number is an attribute).
+        fix: the command that moves the counter past its items (``above``), else ``None``.
+    """
+
+    key: str
+    highest: int
+    items: int
+    missing: tuple[range, ...] = ()
+    above: int = 0
+    highest_item: int = 0
+    off_numbering: int = 0
+    duplicates: tuple[int, ...] = ()
+    fix: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No finding: every number up to ``highest`` has exactly one item, none above."""
+        return not (self.missing or self.above or self.off_numbering or self.duplicates)
+
+    @property
+    def missing_count(self) -> int:
+        """How many numbers ``missing`` holds."""
+        return sum(len(r) for r in self.missing)
+
+
+class AuditTally:
+    """The numbers a counter's items hold, checked against its numbering and its highest number.
+
+    Parameters:
+        numbering: the counter's numbering.
+        highest: the counter's highest number (``None``: no counter item; the highest item's).
+    """
+
+    def __init__(self, numbering: Numbering, highest: int | None) -> None:
+        self.numbering = numbering
+        self.highest = highest
+        self._values: list[int] = []  # counter values (k) of the items, as found
+        self.off_numbering = 0
+
+    def add(self, n: int) -> None:
+        """An item holds number ``n``."""
+        numbering = self.numbering
+        if n < numbering.offset or (n - numbering.offset) % numbering.stride:
+            self.off_numbering += 1
+            return
+        self._values.append((n - numbering.offset) // numbering.stride + 1)
+
+    def done(self, key: str) -> CounterAudit:
+        """The audit: missing numbers as ranges, items above the counter, duplicates."""
+        numbering = self.numbering
+        values = sorted(self._values)
+        top = values[-1] if values else 0
+        last = top if self.highest is None else numbering.count_up_to(self.highest)
+        missing: list[range] = []
+        duplicates: list[int] = []
+        expected = 1
+        previous = 0
+        for k in values:
+            if k == previous:
+                if not duplicates or duplicates[-1] != numbering.number(k):
+                    duplicates.append(numbering.number(k))
+                continue
+            previous = k
+            if k <= last:
+                if k > expected:
+                    missing.append(self._numbers(expected, k - 1))
+                expected = k + 1
+        if expected <= last:
+            missing.append(self._numbers(expected, last))
+        above = sum(1 for k in values if k > last)
+        return CounterAudit(
+            key=key,
+            highest=numbering.number(last) if last else 0,
+            items=len(values) + self.off_numbering,
+            missing=tuple(missing),
+            above=above,
+            highest_item=numbering.number(top) if top else 0,
+            off_numbering=self.off_numbering,
+            duplicates=tuple(duplicates),
+        )
+
+    def _numbers(self, first_k: int, last_k: int) -> range:
+        stride = self.numbering.stride
+        return range(self.numbering.number(first_k), self.numbering.number(last_k) + stride, stride)

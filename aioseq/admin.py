@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aioseq._admin_values import (
     NO_LIMIT,
     NO_LIMIT_VALUES,
+    AuditTally,
     Repin,
     ScanTally,
     check_value,
@@ -47,6 +49,7 @@ from aioseq._admin_values import (
     renumbering,
     whole_number,
 )
+from aioseq._admin_values import CounterAudit as CounterAudit
 from aioseq._admin_values import CounterInfo as CounterInfo
 from aioseq._admin_values import Progress as Progress
 from aioseq._admin_values import ScanProgress as ScanProgress
@@ -67,9 +70,11 @@ if TYPE_CHECKING:
     from aioseq._store import DynamoStore
 
 __all__ = [
+    "CounterAudit",
     "CounterInfo",
     "Progress",
     "ScanProgress",
+    "audit_counter",
     "describe_counter",
     "ensure_at_least",
     "list_counters",
@@ -476,6 +481,124 @@ async def _scan(
     return tally
 
 
+async def _query(
+    store: DynamoStore,
+    *,
+    table: str,
+    partition: str,
+    attribute: str,
+    extra: tuple[str, ...] = (),
+    found: Callable[[dict[str, Any]], None] | None = None,
+) -> ScanTally:
+    """The items of one item collection of ``table`` (partition key value ``partition``): a
+    strongly consistent, paginated ``Query`` projecting ``attribute`` (and ``extra``), tallied
+    as `_scan()` tallies; ``found`` sees each item."""
+    check_table_name(table)
+    check_attribute_name(attribute)
+    check_key(partition, "partition")
+    if table == store.table.name:
+        partition_key = store.table.partition_key
+    else:
+        described = await store.send_with_retries("describe_table", TableName=table)
+        schema = described["Table"]["KeySchema"]
+        partition_key = next(k["AttributeName"] for k in schema if k["KeyType"] == "HASH")
+    projected = dict.fromkeys((partition_key, attribute, *extra))  # each once: DynamoDB
+    names = {f"#a{i}": name for i, name in enumerate(projected)}  # refuses overlapping paths
+    params: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "#a0 = :partition",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":partition": {"S": partition}},
+        "ProjectionExpression": ", ".join(names),
+        "ConsistentRead": True,
+    }
+    tally = ScanTally(1)
+    while True:
+        page = await store.send_with_retries("query", **params)
+        items = page.get("Items", [])
+        if found is not None:
+            for item in items:
+                found(item)
+        last = page.get("LastEvaluatedKey")
+        tally.add_page(items, attribute, last=last is None)
+        if last is None:
+            return tally
+        params["ExclusiveStartKey"] = last
+
+
+async def audit_counter(
+    store: DynamoStore,
+    key: str,
+    *,
+    partition: str | None = None,
+    number_attribute: str | None = None,
+) -> CounterAudit:
+    """Check counter ``key`` against the items it numbered: every number of its numbering from
+    the first up to its highest has exactly one item, and no item holds a number above it
+    (the state after the counter alone was restored, or items were copied in).
+
+    The items are those of the item collection ``partition`` (default: ``key``, the counter
+    item's own, as the docs lay items out), with the number as the sort key, or in
+    ``number_attribute``. The counter item itself is not one of them. A counter with no counter
+    item (the sort-key strategy) is checked for gaps up to its highest item.
+
+    DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), then a strongly consistent,
+    paginated ``Query`` of the item collection projecting its keys (and ``number_attribute``):
+    1 RCU per 4 KB read.
+
+    Returns:
+        a [`CounterAudit`][aioseq.admin.CounterAudit]; its ``fix`` is the ``aioseq start-after``
+        command that moves the counter past its items when some stand above it.
+
+    Raises:
+        ConfigurationError: a bad key, partition or attribute name; a table with no sort key
+            and no ``number_attribute``.
+        CounterValueInvalid: the counter item's value is not a whole number.
+        RetriesExhausted, StoreError: as for any request.
+    """
+    check_key(key)
+    spec = store.table
+    if number_attribute is None and spec.sort_key is None:
+        raise ConfigurationError(
+            f"table {spec.name!r} has no sort key: say which attribute holds the numbers"
+        )
+    attribute = number_attribute or spec.sort_key
+    assert attribute is not None
+    try:
+        info: CounterInfo | None = await describe_counter(store, key)
+    except CounterNotFound:
+        info = None
+    numbering = (info.numbering if info else None) or Numbering()
+    tally = AuditTally(numbering, info.value and numbering.number(info.value) if info else None)
+    counter_key = store.counter_item_key(key)
+    collection = partition or key
+
+    def found(item: dict[str, Any]) -> None:
+        if all(item.get(name) == value for name, value in counter_key.items()):
+            return  # the counter item
+        n = whole_number(item.get(attribute))
+        if n is not None:
+            tally.add(n)
+
+    extra = tuple(k for k in (spec.partition_key, spec.sort_key) if k and k != attribute)
+    await _query(
+        store,
+        table=spec.name,
+        partition=collection,
+        attribute=attribute,
+        extra=extra,
+        found=found,
+    )
+    audit = tally.done(key)
+    if audit.above:
+        command = (
+            f"aioseq --table {spec.name} start-after {key} --table {spec.name}"
+            f" --attribute {attribute} --partition {collection}"
+        )
+        audit = replace(audit, fix=command)
+    return audit
+
+
 async def start_after_maximum(
     store: DynamoStore,
     key: str,
@@ -484,6 +607,7 @@ async def start_after_maximum(
     attribute: str,
     segments: int = 4,
     progress: Progress | None = None,
+    partition: str | None = None,
 ) -> int:
     """Move counter ``key`` past the highest number already in ``table``'s ``attribute`` (the
     ids an application wrote before it used aioseq), so that every number handed out next is
@@ -503,6 +627,9 @@ async def start_after_maximum(
         store: the store whose table holds the counter item.
         key: the counter key.
         table, attribute, segments, progress: see [`scan_maximum()`][aioseq.admin.scan_maximum].
+        partition: only the items of this partition key value count: a ``Query`` of that item
+            collection (strongly consistent, paginated, projecting ``attribute``) in place of
+            the Scan, after one ``DescribeTable`` for ``table``'s partition key name.
 
     Returns:
         the counter's value afterwards.
@@ -515,9 +642,12 @@ async def start_after_maximum(
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
-    tally = await _scan(
-        store, table=table, attribute=attribute, segments=segments, progress=progress
-    )
+    if partition is None:
+        tally = await _scan(
+            store, table=table, attribute=attribute, segments=segments, progress=progress
+        )
+    else:
+        tally = await _query(store, table=table, partition=partition, attribute=attribute)
     if tally.items and not tally.numbers:
         raise ConfigurationError(
             f"no item of table {table!r} holds a whole number in {attribute!r}"

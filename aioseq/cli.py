@@ -29,7 +29,7 @@ from aioseq import __version__, admin
 from aioseq._store import DynamoStore
 from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
 from aioseq._workload import make_taker, run_workload
-from aioseq.admin import CounterInfo, ScanProgress
+from aioseq.admin import CounterAudit, CounterInfo, ScanProgress
 from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
 from aioseq.errors import (
     ConfigurationError,
@@ -220,6 +220,30 @@ def _add_operations(
     start.add_argument(
         "--segments", type=int, default=4, metavar="N", help="parallel Scan segments (4)"
     )
+    start.add_argument(
+        "--partition",
+        metavar="P",
+        help="only the items of this partition key value (a Query in place of the Scan)",
+    )
+
+    audit = commands.add_parser(
+        "audit",
+        parents=[common],
+        help="check counters against their items: a missing number, or one used above the"
+        " counter, is a finding (exit 1)",
+    )
+    audit.add_argument("keys", nargs="*", metavar="KEY", help="counter keys (default: every one)")
+    audit.add_argument(
+        "--partition",
+        metavar="P",
+        help="where the items are: this partition key value (default: each counter's key)",
+    )
+    audit.add_argument(
+        "--number-attribute",
+        metavar="A",
+        help="the attribute holding each item's number (default: the sort key)",
+    )
+    audit.add_argument("--json", action="store_true", help="one JSON object per counter")
 
     policy = commands.add_parser(
         "iam-policy", parents=[common], help="print the IAM policy aioseq needs (JSON)"
@@ -229,7 +253,7 @@ def _add_operations(
     which.add_argument(
         "--admin",
         action="store_true",
-        help="what operators need: the table, set, list, describe, start-after, numbering",
+        help="what operators need: the table, set, list, describe, start-after, numbering, audit",
     )
     policy.add_argument(
         "--table-arn",
@@ -437,6 +461,7 @@ async def _start_after(args: argparse.Namespace) -> int:
             table=args.source_table,
             attribute=args.attribute,
             segments=args.segments,
+            partition=args.partition,
             progress=show,
         )
     if last:
@@ -444,6 +469,59 @@ async def _start_after(args: argparse.Namespace) -> int:
     print(f"counter {args.key!r} is at {value}", file=err)
     print(value)
     return 0
+
+
+async def _audit(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        keys = args.keys or sorted([info.key async for info in admin.list_counters(store)])
+        findings = 0
+        for key in keys:
+            audit = await admin.audit_counter(
+                store, key, partition=args.partition, number_attribute=args.number_attribute
+            )
+            findings += not audit.ok
+            print(json.dumps(_audit_record(audit)) if args.json else _audit_text(audit))
+    return 1 if findings else 0
+
+
+def _ranges(ranges: Sequence[range], most: int = 20) -> str:
+    shown = [str(r.start) if len(r) == 1 else f"{r.start}..{r[-1]}" for r in ranges[:most]]
+    more = f" and {len(ranges) - most} more ranges" if len(ranges) > most else ""
+    return ", ".join(shown) + more
+
+
+def _audit_text(audit: CounterAudit) -> str:
+    head = f"{audit.key}: {audit.items:,} items, numbers up to {audit.highest}"
+    if audit.ok:
+        return f"{head}: ok"
+    lines = [f"{head}: FINDINGS"]
+    if audit.missing:
+        lines.append(f"  missing ({audit.missing_count:,}): {_ranges(audit.missing)}")
+    if audit.above:
+        lines.append(
+            f"  {audit.above:,} items above the counter (the highest {audit.highest_item}):"
+            f" the counter would hand their numbers out again; fix: {audit.fix}"
+        )
+    if audit.duplicates:
+        lines.append(f"  numbers held twice: {', '.join(map(str, audit.duplicates[:20]))}")
+    if audit.off_numbering:
+        lines.append(f"  {audit.off_numbering:,} items hold numbers outside the numbering")
+    return "\n".join(lines)
+
+
+def _audit_record(audit: CounterAudit) -> dict[str, Any]:
+    return {
+        "key": audit.key,
+        "ok": audit.ok,
+        "highest": audit.highest,
+        "items": audit.items,
+        "missing": [[r.start, r[-1]] for r in audit.missing],
+        "above": audit.above,
+        "highest_item": audit.highest_item,
+        "duplicates": list(audit.duplicates),
+        "off_numbering": audit.off_numbering,
+        "fix": audit.fix,
+    }
 
 
 def _progress_text(progress: ScanProgress) -> str:
@@ -483,6 +561,7 @@ _COMMANDS = {
     "list": _list,
     "describe": _describe,
     "start-after": _start_after,
+    "audit": _audit,
     "iam-policy": _iam_policy,
 }
 

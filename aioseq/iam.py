@@ -69,8 +69,11 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     # aioseq.admin.describe_counter() / aioseq describe: one GetItem
     "describe_counter": frozenset({"GetItem"}),
     # aioseq.admin.start_after_maximum() / aioseq start-after: a parallel Scan of the table
-    # that holds the ids (give its ARN too), the counter item's GetItem and UpdateItem
-    "start_after_maximum": frozenset({"Scan", "GetItem", "UpdateItem"}),
+    # that holds the ids (give its ARN too), or with --partition its key schema and a Query;
+    # the counter item's GetItem and UpdateItem
+    "start_after_maximum": frozenset({"Scan", "DescribeTable", "Query", "GetItem", "UpdateItem"}),
+    # aioseq.admin.audit_counter() / aioseq audit: the counter item, a Query of its items
+    "audit_counter": frozenset({"GetItem", "Query"}),
 }
 
 #: The features an application uses at run time.
@@ -92,6 +95,7 @@ ADMIN_FEATURES: tuple[str, ...] = (
     "describe_counter",
     "start_after_maximum",
     "set_numbering",
+    "audit_counter",
 )
 
 #: The IAM action of each write kind inside ``TransactWriteItems``.

@@ -222,3 +222,30 @@ def test_current_of_an_allocator_is_its_last_number_reserved(run: Any) -> None:
     assert run("next", "striped", *args, "--count", "2")[:2] == (0, "2\n5\n")
     assert run("current", "striped", "--strategy", "allocator")[:2] == (0, "5\n")
     assert run("current", "striped")[:2] == (0, "2\n")  # the atomic counter: the value
+
+
+def test_audit_passes_then_finds_a_counter_below_its_items(run: Any, aioseq_endpoint: str) -> None:
+    async def numbered() -> None:
+        table = TableSpec(name=run.table)
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            invoices = store.transactional_counter("inv")
+            await asyncio.gather(
+                *(invoices.put(lambda n: {"pk": "inv", "sk": n}) for _ in range(150))
+            )
+
+    asyncio.run(numbered())
+    code, out, err = run("audit", "inv")
+    assert (code, out) == (0, "inv: 150 items, numbers up to 150: ok\n"), err
+    assert run("set", "inv", "100", "--allow-backward")[0] == 0  # the counter restored alone
+    code, out, err = run("audit")  # every counter
+    assert code == 1, err
+    fix = (
+        f"aioseq --table {run.table} start-after inv --table {run.table}"
+        " --attribute sk --partition inv"
+    )
+    assert "50 items above the counter (the highest 150)" in out and fix in out
+    record = json.loads(run("audit", "inv", "--json")[1])
+    assert (record["ok"], record["above"], record["fix"]) == (False, 50, fix)
+    fixed = run(*fix.split()[1:])  # the printed command, as an operator pastes it
+    assert fixed[:2] == (0, "150\n"), fixed
+    assert run("audit", "inv")[0] == 0

@@ -157,6 +157,12 @@ async def test_every_request_is_within_the_documented_policy(
         await admin.start_after_maximum(
             store, "orders", table=item_table, attribute="sk", segments=2
         )
+        await admin.start_after_maximum(  # one item collection: its key schema, a Query
+            store, "orders", table=item_table, attribute="sk", partition="orders"
+        )
+
+    with record.feature("audit_counter"):
+        await admin.audit_counter(store, "orders")
 
     with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
         for strategy in STRATEGY_NAMES:
