@@ -58,6 +58,15 @@ class CounterInfo:
     numbering: Numbering | None = None
     updated_at: datetime | None = None
 
+    @property
+    def headroom(self) -> int | None:
+        """Numbers the counter can still hand out before the ``max_value`` its numbering records
+        (``None``: it records none)."""
+        numbering = self.numbering
+        if numbering is None or numbering.max_value is None:
+            return None
+        return max(0, numbering.count_up_to(numbering.max_value) - self.value)
+
 
 @dataclass(frozen=True)
 class ScanProgress:

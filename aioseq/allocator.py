@@ -165,6 +165,8 @@ class BlockAllocator:
         "_spare_count",
         "_top",
         "_waiting",
+        "_warned_headroom",
+        "_warned_runway",
         "_wasted",
         "key",
         "max_block_size",
@@ -236,6 +238,8 @@ class BlockAllocator:
         self.prefetch_at = float(prefetch_at)
         self.runway_secs = runway_secs
         self._rate = 0.0  # numbers handed out per second, measured between refills
+        # Logged once per shortage; a runway is not short before it first filled up.
+        self._warned_runway, self._warned_headroom = True, False
         self.stride = stride
         self.offset = offset
         self._clock = store.clock
@@ -378,6 +382,7 @@ class BlockAllocator:
         if not demand and self.available >= self._low_water:
             return  # a prefetch that is no longer needed
         self._resize()
+        self._warn_when_short()
         size = max(self._block_size, demand + self._low_water)
         if self.runway_secs is not None:  # what the runway lacks, a block at a time
             wanted = demand + self._low_water - self.available
@@ -481,6 +486,29 @@ class BlockAllocator:
         size = min(max(wanted, self._block_size / 2), self._block_size * 2)
         self._block_size = int(min(max(size, self.min_block_size), self.max_block_size))
         self._set_low_water()
+
+    def _warn_when_short(self) -> None:
+        """As a refill starts: a warning when the runway is under half its target (refills do
+        not keep up, or fail), or a bounded counter has less than a day of numbers left at
+        this rate; each once, until it recovers."""
+        stats = self.statistics()
+        if stats.rate <= 0:
+            return
+        target = self.runway_secs
+        low = target is not None and (stats.runway_secs or 0.0) < target / 2
+        if low and not self._warned_runway:
+            log.warning(
+                "allocator %r: runway %.0f s, under half its %.0f s", self.key,
+                stats.runway_secs or 0.0, target,
+            )  # fmt: skip
+        self._warned_runway = low
+        short = stats.headroom is not None and stats.headroom < stats.rate * 86_400
+        if short and not self._warned_headroom:
+            log.warning(
+                "allocator %r: %d numbers left before max_value %d: under a day at %.1f/s",
+                self.key, stats.headroom, self.max_value, stats.rate,
+            )  # fmt: skip
+        self._warned_headroom = short
 
     def _set_low_water(self) -> None:
         """The mark below which a refill starts: ``prefetch_at`` of a block, or the runway at

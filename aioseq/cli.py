@@ -432,7 +432,7 @@ def counter_record(info: CounterInfo) -> dict[str, Any]:
     """``info`` as a JSON-ready dict (``aioseq list --json``, one per line): ``key``,
     ``value`` (a JSON integer: exact in Python, beyond 2**53 not in JavaScript), ``numbering``
     (``{"stride", "offset", "max_value"}`` or ``null``), ``updated_at`` (ISO-8601 or
-    ``null``)."""
+    ``null``), ``headroom`` (numbers left before the recorded ``max_value``, or ``null``)."""
     return {
         "key": info.key,
         "value": info.value,
@@ -440,6 +440,7 @@ def counter_record(info: CounterInfo) -> dict[str, Any]:
         "updated_at": (
             info.updated_at.isoformat(timespec="microseconds") if info.updated_at else None
         ),
+        "headroom": info.headroom,
     }
 
 

@@ -60,8 +60,17 @@ def test_a_record_is_json_with_the_key_as_it_is() -> None:
         "value": 10**38 - 1,
         "numbering": {"stride": 2, "offset": 1, "max_value": 99},
         "updated_at": "2025-01-31T12:00:00.000000+00:00",
+        "headroom": 0,  # (a value past max_value: none left, never negative)
     }
     assert counter_record(CounterInfo("k", 0))["numbering"] is None
+    assert counter_record(CounterInfo("k", 0))["headroom"] is None
+
+
+def test_headroom_counts_the_numbers_left_before_max_value() -> None:
+    bounded = Numbering(stride=3, offset=2, max_value=20)  # 2, 5, ..., 20: 7 numbers
+    assert CounterInfo("k", 0, bounded).headroom == 7
+    assert CounterInfo("k", 5, bounded).headroom == 2
+    assert CounterInfo("k", 5, Numbering()).headroom is None
 
 
 def test_counter_info_reads_a_counter_item() -> None:

@@ -4,6 +4,7 @@ measured rate, served while every refill fails; on the fake, time moved by the t
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -76,3 +77,23 @@ async def test_headroom_counts_down_to_max_value(
     assert fake_store.block_allocator("u").statistics().headroom is None
     await bounded.next()
     assert bounded.statistics().headroom == 999
+
+
+async def test_a_short_runway_and_a_near_max_value_are_logged_once(
+    fake: FakeDynamoDB,
+    fake_store: DynamoStore,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ids = fake_store.block_allocator("ids", **SMALL, runway_secs=10.0, max_value=100_000)
+    with caplog.at_level(logging.WARNING, logger="aioseq"):
+        await _take(ids, clock, 400)
+        down = True
+        fake.inject("internal-error", operation="UpdateItem", times=10**9, when=lambda _: down)
+        await _take(ids, clock, ids.statistics().available)
+        down = False
+        await _take(ids, clock, 200)
+    runway = [r for r in caplog.records if "under half" in r.getMessage()]
+    headroom = [r for r in caplog.records if "under a day" in r.getMessage()]
+    assert len(runway) == 1 and "runway" in runway[0].getMessage()
+    assert len(headroom) == 1 and "before max_value 100000" in headroom[0].getMessage()
