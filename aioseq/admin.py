@@ -569,7 +569,8 @@ async def audit_counter(
     except CounterNotFound:
         info = None
     numbering = (info.numbering if info else None) or Numbering()
-    tally = AuditTally(numbering, info.value and numbering.number(info.value) if info else None)
+    highest = None if info is None else (numbering.number(info.value) if info.value else 0)
+    tally = AuditTally(numbering, highest)
     counter_key = store.counter_item_key(key)
     collection = partition or key
 

@@ -9,7 +9,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -143,3 +143,36 @@ def save(out: Path, name: str, report: dict[str, Any], text: str) -> None:
     (out / f"{name}.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (out / f"{name}.md").write_text(text)
     print(text)
+
+
+def measure_and_save(
+    name: str,
+    arguments: Sequence[str],
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    run: Callable[[str], Coroutine[Any, Any, dict[str, Any]]],
+    markdown: Callable[[dict[str, Any]], str],
+) -> int:
+    """The end of a benchmark's ``main()``: start ``args.server`` (see `parser()`), await
+    ``run(endpoint)`` in a fresh event loop, and `save()` its report as
+    ``args.out/NAME.json`` and ``.md``, with the command, date, load, server, versions and
+    machine. Returns the exit status: 0 when the report's ``ok``, else 1."""
+    import asyncio
+
+    from benchmarks.row import server  # (starts servers: imported only by those that do)
+
+    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
+    report: dict[str, Any] = {
+        "command": f"{wrapper}.venv/bin/python -m benchmarks.{name} {' '.join(arguments)}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_at_start": load_average(),
+        "settings": settings,
+    }
+    with server(args.server) as (endpoint, description):
+        report.update(header(endpoint))
+        report["server"] = description
+        report.update(asyncio.run(run(endpoint)))
+    report["load_at_end"] = load_average()
+    report["machine"] = machine()
+    save(args.out, name, report, markdown(report))
+    return 0 if report["ok"] else 1

@@ -27,7 +27,6 @@ Load on the machine (``uptime``) is recorded at the start and the end. Writes
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import statistics
 import sys
@@ -42,10 +41,8 @@ from aiobotocore.config import AioConfig
 from aioseq import DynamoStore
 from aioseq.testing.capacity import CapacityModel
 from benchmarks import _report
-from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import Bench, CapacityProxy, Result, server_pid
 from benchmarks.defaults.options import Options, defaults
-from benchmarks.row import server
 from benchmarks.variants import _client_arguments, client_config, session
 
 STRATEGIES = ("transactional", "sort-key", "optimistic")
@@ -442,21 +439,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = replace(s, sections=args.sections)
     if args.strategies:
         s = replace(s, strategies=args.strategies)
-    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
-    report: dict[str, Any] = {
-        "command": f"{wrapper}.venv/bin/python -m benchmarks.fairness {' '.join(arguments)}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_at_start": load_average(),
-        "settings": s.__dict__,
-    }
-    with server(args.server) as (endpoint, description):
-        report.update(header(endpoint))
-        report["server"] = description
-        report.update(asyncio.run(run(s, endpoint)))
-    report["load_at_end"] = load_average()
-    report["machine"] = machine()
-    save(args.out, "fairness", report, markdown(report))
-    return 0 if report["ok"] else 1
+    return _report.measure_and_save(
+        "fairness", arguments, args, s.__dict__, lambda endpoint: run(s, endpoint), markdown
+    )
 
 
 if __name__ == "__main__":

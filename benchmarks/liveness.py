@@ -57,9 +57,7 @@ from aioseq._workload import PAYLOAD_ATTRIBUTE, stored_payloads
 from aioseq.config import TURN_ATTRIBUTE
 from aioseq.testing.capacity import CapacityModel
 from benchmarks import _report
-from benchmarks._report import header, load_average, machine, save
 from benchmarks.defaults.bench import CapacityProxy
-from benchmarks.row import server
 
 STRATEGIES = ("optimistic", "transactional")
 SECTIONS = ("deadlines", "killed", "far")
@@ -700,21 +698,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = replace(s, secs=args.secs)
     if args.deadlines:
         s = replace(s, deadlines=tuple(float(d) for d in args.deadlines.split(",")))
-    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
-    report: dict[str, Any] = {
-        "command": f"{wrapper}.venv/bin/python -m benchmarks.liveness {' '.join(arguments)}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_at_start": load_average(),
-        "settings": asdict(s),
-    }
-    with server(args.server) as (endpoint, description):
-        report.update(header(endpoint))
-        report["server"] = description
-        report.update(asyncio.run(run(s, endpoint)))
-    report["load_at_end"] = load_average()
-    report["machine"] = machine()
-    save(args.out, "liveness", report, markdown(report))
-    return 0 if report["ok"] else 1
+    return _report.measure_and_save(
+        "liveness", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,6 @@ from typing import Any
 from aioseq import DynamoStore, EndpointUnreachable
 from aioseq.testing.fault_proxy import FaultProxy
 from benchmarks import _report
-from benchmarks._report import header, load_average, machine, save
-from benchmarks.row import server
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,9 @@ class Settings:
 
 
 @contextlib.asynccontextmanager
-async def _silent(port: int) -> AsyncIterator[None]:
+async def silent_server(port: int) -> AsyncIterator[None]:
+    """A server on ``port`` that accepts connections and never answers (an endpoint gone
+    silent; ``tests/integration/test_outage.py`` uses it too)."""
     held: list[asyncio.StreamWriter] = []
 
     async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -117,7 +117,7 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
             silent = time.perf_counter() - began
             proxy.stop()
             read_maybe_applied = None
-            async with _silent(proxy.port):
+            async with silent_server(proxy.port):
                 await asyncio.sleep(min(10.0, s.silent_secs))
                 try:
                     await ids.counter.current()
@@ -236,21 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runway-secs", type=float, default=Settings.runway_secs)
     args = parser.parse_args(arguments)
     s = Settings(args.outage_secs, args.silent_secs, args.rate, args.runway_secs)
-    wrapper = "scripts/in-loopback-netns " if args.server == "dynamodb-local" else ""
-    report: dict[str, Any] = {
-        "command": f"{wrapper}.venv/bin/python -m benchmarks.outage {' '.join(arguments)}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_at_start": load_average(),
-        "settings": asdict(s),
-    }
-    with server(args.server) as (endpoint, description):
-        report.update(header(endpoint))
-        report["server"] = description
-        report.update(asyncio.run(run(s, endpoint)))
-    report["load_at_end"] = load_average()
-    report["machine"] = machine()
-    save(args.out, "outage", report, markdown(report))
-    return 0 if report["ok"] else 1
+    return _report.measure_and_save(
+        "outage", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
+    )
 
 
 if __name__ == "__main__":

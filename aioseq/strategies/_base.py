@@ -364,7 +364,7 @@ class GroupCommitStrategy(Strategy):
         group of one in the caller's own task (the same commit code either way). While the
         endpoint is down the call fails at once, even behind a commit still in flight."""
         endpoint = self.store.endpoint
-        if endpoint.unanswered_since is not None and endpoint.is_down():
+        if endpoint.is_down():
             raise endpoint.refused(f"{type(self).__name__}({self.key!r})")
         if group is not None:
             return await group.submit(request)

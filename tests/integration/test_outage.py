@@ -6,14 +6,13 @@ endpoint is down and works again once it answers. (``benchmarks.outage`` runs th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
 from aioseq import DynamoStore, EndpointUnreachable, RetryPolicy
 from aioseq.testing.fault_proxy import FaultProxy
+from benchmarks.outage import silent_server
 
 #: The store's "unanswered for" limit, scaled down from the default 3 s with the outage.
 LIMIT_SECS = 1.0
@@ -21,25 +20,6 @@ POLICY = RetryPolicy(max_unreachable_secs=LIMIT_SECS)
 
 #: One put: when it started (s since the phase began), how long it took, what it raised.
 Put = tuple[float, float, BaseException | None]
-
-
-@contextlib.asynccontextmanager
-async def silent_server(port: int) -> AsyncIterator[None]:
-    """A server on ``port`` that accepts connections and never answers."""
-    held: list[asyncio.StreamWriter] = []
-
-    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)
-        await reader.read(1 << 16)
-
-    server = await asyncio.start_server(swallow, "127.0.0.1", port)
-    try:
-        yield
-    finally:
-        server.close()
-        for writer in held:
-            writer.close()
-        await server.wait_closed()
 
 
 async def puts_for(store: DynamoStore, secs: float, first: int) -> list[Put]:
