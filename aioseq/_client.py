@@ -4,13 +4,16 @@ usual places."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
+import urllib.request
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 import aioboto3
 from aiobotocore.config import AioConfig
+from aiobotocore.hooks import AioHierarchicalEmitter
 from aiobotocore.session import AioSession
 from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 from botocore.loaders import Loader, create_loader
@@ -36,17 +39,26 @@ LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key"
 
 
 _loader: Loader | None = None
+_builtin_hooks: AioHierarchicalEmitter | None = None
 
 
 def _new_session() -> aioboto3.Session:
     """A fresh session (credentials, region and profile read anew, as botocore reads them) whose
-    service models come from one botocore ``Loader`` per process."""
-    # Without the shared loader each client parses DynamoDB's model and endpoint rules again:
-    # a cost per store for a process that opens one per test, per tenant or per job.
-    global _loader
+    service models come from one botocore ``Loader`` per process, and whose event hooks are a
+    copy of one set of botocore's built-in handlers made once per process."""
+    # Without the shared loader each client parses DynamoDB's model and endpoint rules again, and
+    # registering botocore's ~1,200 built-in handlers costs ~25 ms a session: a cost per store for
+    # a process that opens one per test, per tenant or per job. A copy is how botocore itself gives
+    # each client its session's handlers.
+    global _loader, _builtin_hooks
     if _loader is None:
         _loader = create_loader()
-    botocore_session = AioSession()
+    if _builtin_hooks is None:
+        _builtin_hooks = AioHierarchicalEmitter()
+        AioSession(event_hooks=_builtin_hooks)  # registers the built-in handlers there
+    botocore_session = AioSession(
+        event_hooks=copy.copy(_builtin_hooks), include_builtin_handlers=False
+    )
     botocore_session.register_component("data_loader", _loader)
     return aioboto3.Session(botocore_session=botocore_session)
 
@@ -59,6 +71,15 @@ def configured_endpoint(endpoint_url: str | None = None) -> str | None:
         or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
         or os.environ.get("AWS_ENDPOINT_URL")
         or None
+    )
+
+
+def _plain_http(endpoint: str | None) -> bool:
+    """Whether requests go to ``endpoint`` in plain HTTP, with no proxy that could be TLS."""
+    return (
+        endpoint is not None
+        and endpoint.lower().startswith("http://")
+        and not urllib.request.getproxies()
     )
 
 
@@ -95,6 +116,9 @@ async def open_client(
     client_args: dict[str, Any] = {}
     if endpoint_url:
         client_args["endpoint_url"] = endpoint_url
+    if _plain_http(endpoint):
+        # No TLS to verify: spares loading the CA bundle (~40 ms per store) for DynamoDB Local.
+        client_args["verify"] = False
     # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer
     # SDKs and Lambda set, and what this method's docstring promises.
     try:

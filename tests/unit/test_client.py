@@ -1,9 +1,13 @@
-"""The sessions aioseq makes for itself share one botocore loader; a bad profile is a typed
-error (no server: nothing is sent)."""
+"""The sessions aioseq makes for itself share one botocore loader and copy one set of botocore's
+built-in handlers; no CA bundle for a plain-HTTP endpoint; a bad profile is a typed error (no
+server: nothing is sent)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from aiobotocore.session import AioSession
 
 from aioseq import ConfigurationError, DynamoStore, _client
 
@@ -19,6 +23,44 @@ def test_sessions_aioseq_makes_share_the_service_model_loader() -> None:
         second._session.get_component("data_loader").load_service_model("dynamodb", "service-2")
         is model
     )
+
+
+def _handlers(botocore_session: Any, event: str) -> list[Any]:
+    return list(botocore_session._events._emitter._handlers.prefix_search(event))
+
+
+def test_each_session_has_botocore_s_handlers_in_a_copy_of_its_own() -> None:
+    first, second = _client._new_session(), _client._new_session()
+    event = "before-parameter-build.dynamodb.PutItem"
+    as_botocore_registers_them = _handlers(AioSession(), event)
+    assert len(_handlers(first._session, event)) == len(as_botocore_registers_them) > 0
+
+    def mark(**_: object) -> None: ...
+
+    first._session.register(event, mark)  # one session's handler is its own
+    assert mark in _handlers(first._session, event)
+    assert mark not in _handlers(second._session, event)
+    assert mark not in _handlers(_client._new_session()._session, event)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "proxy", "plain"),
+    [
+        ("http://localhost:8000", None, True),
+        ("HTTP://127.0.0.1:8000", None, True),
+        ("https://dynamodb.eu-west-1.amazonaws.com", None, False),
+        (None, None, False),  # AWS itself
+        ("http://localhost:8000", "https://proxy.example:3128", False),  # TLS to the proxy
+    ],
+)
+def test_only_a_plain_http_endpoint_with_no_proxy_skips_tls_verification(
+    monkeypatch: pytest.MonkeyPatch, endpoint: str | None, proxy: str | None, plain: bool
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy is not None:
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+    assert _client._plain_http(endpoint) is plain
 
 
 @pytest.mark.parametrize("region", [None, "eu-west-1"])
