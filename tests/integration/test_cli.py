@@ -1,4 +1,7 @@
-"""The ``aioseq`` command, driven as scripts drive it: in subprocesses."""
+"""The ``aioseq`` command, driven as scripts drive it: in subprocesses (its output, exit status
+and logging as a script sees them). A check on the counter's state after a run, and the matrix of
+options whose point is the parsing, run in this process (``run_cli``: the same parsing, commands,
+messages and exit status, without a Python start-up of about a second of CPU each)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from checks import aioseq, assert_distinct, assert_exactly, cli_table
+from checks import aioseq, assert_distinct, assert_exactly, cli_table, run_cli
 from racer import parse_variant, printed_by_key
 
 from aioseq import DynamoStore, TableSpec
@@ -41,7 +44,7 @@ def test_next_prints_only_numbers_one_per_line(
     assert run.returncode == 0, run.stderr
     assert re.fullmatch(r"(\d+\n)+", run.stdout), run.stdout[:200]
     assert_exactly(map(int, run.stdout.split()), 1, 25)
-    current = aioseq(
+    current = run_cli(
         "current", "orders", "--strategy", strategy,
         "--endpoint-url", aioseq_endpoint, "--table", table,
     )  # fmt: skip
@@ -75,7 +78,7 @@ def test_bad_arguments_are_refused_before_any_write(
 ) -> None:
     run = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, *args)
     assert run.returncode == 1 and "ConfigurationError" in run.stderr
-    current = aioseq("--endpoint-url", aioseq_endpoint, "--table", table, "current", "k")
+    current = run_cli("--endpoint-url", aioseq_endpoint, "--table", table, "current", "k")
     assert (current.returncode, current.stdout) == (1, "")  # no counter item was made
     assert "CounterNotFound" in current.stderr
 
@@ -86,7 +89,7 @@ def test_bad_arguments_are_refused_before_any_write(
 def test_group_and_no_group_are_both_accepted(
     aioseq_endpoint: str, table: str, strategy: str, flag: str
 ) -> None:
-    run = aioseq(
+    run = run_cli(
         "--endpoint-url", aioseq_endpoint, "--table", table,
         "next", "k", "--strategy", strategy, "--count", "6", "--concurrency", "3", flag,
     )  # fmt: skip
@@ -99,7 +102,7 @@ def test_group_and_no_group_are_both_accepted(
 def test_current_of_a_counter_never_used_fails(
     aioseq_endpoint: str, table: str, strategy: str
 ) -> None:
-    run = aioseq(
+    run = run_cli(
         "--endpoint-url", aioseq_endpoint, "--table", table,
         "current", "never-used", "--strategy", strategy,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from checks import aioseq
+from checks import run_cli
 
 from aioseq import DynamoStore, Numbering, RetryPolicy, TableNotFound, TableSpec, admin, iam
 from aioseq.testing.fault_proxy import Exchange, FaultProxy, FaultSchedule
@@ -140,10 +140,10 @@ def test_create_table_then_list_through_500s_and_resets_on_5_fresh_tables(
     with FaultProxy(aioseq_endpoint, flaky_schedule()) as proxy:
         for _ in range(5):
             options = ("--endpoint-url", proxy.endpoint_url, "--table", new_table(tables))
-            created = aioseq(*options, "create-table")
+            created = run_cli(*options, "create-table")
             assert created.returncode == 0, created.stderr
             assert "created" in created.stderr
-            listed = aioseq(*options, "list")
+            listed = run_cli(*options, "list")
             assert (listed.returncode, listed.stdout) == (0, ""), listed.stderr
         injected = proxy.injected
     assert injected["reset"] >= 1 and injected["internal-error"] + injected["http-500"] >= 1
