@@ -42,6 +42,7 @@ from aioseq.testing._server import Server
 __all__ = [
     "ENV_DIR",
     "JAR_NAME",
+    "SHORT_RUN_JVM_OPTIONS",
     "DynamoDBLocal",
     "DynamoDBLocalError",
     "DynamoDBLocalStartError",
@@ -55,6 +56,11 @@ __all__ = [
 #: an unpacked ``dynamodb_local_*`` folder, the npm package, a ``node_modules``
 #: tree or an npm ``--prefix`` directory.
 ENV_DIR = "AIOSEQ_DYNAMODB_LOCAL_DIR"
+
+#: JVM options for a server that lives for a test session: the quick compiler only (C1). Over a
+#: session, C2 costs more CPU compiling than its faster code gives back; a benchmark wants the
+#: default's peak throughput.
+SHORT_RUN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 #: File name of the DynamoDB Local jar.
 JAR_NAME = "DynamoDBLocal.jar"
@@ -287,6 +293,8 @@ class DynamoDBLocal(Server):
     ``java``: the Java command (name on PATH or path).
     ``startup_timeout``: seconds ``start()`` waits for the server to answer HTTP.
     ``stop_timeout``: seconds ``stop()`` waits after SIGTERM before SIGKILL.
+    ``jvm_options``: options for the Java command, before ``-jar`` (e.g.
+    ``SHORT_RUN_JVM_OPTIONS``).
 
     Use as a context manager, or call ``start()`` and ``stop()``. The server's
     output goes to a log file in a private temporary directory (also its working
@@ -302,6 +310,7 @@ class DynamoDBLocal(Server):
         java: str = "java",
         startup_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {port}")
@@ -312,6 +321,7 @@ class DynamoDBLocal(Server):
         self._java = java
         self._startup_timeout = startup_timeout
         self._stop_timeout = stop_timeout
+        self._jvm_options = tuple(jvm_options)
         self._port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
@@ -326,6 +336,13 @@ class DynamoDBLocal(Server):
         if self._port is None or self._proc is None:
             raise RuntimeError("DynamoDB Local is not running")
         return self._port
+
+    @property
+    def pid(self) -> int:
+        """The Java process's id; raises RuntimeError if not running."""
+        if self._proc is None:
+            raise RuntimeError("DynamoDB Local is not running")
+        return self._proc.pid
 
     @property
     def endpoint_url(self) -> str:
@@ -381,6 +398,7 @@ class DynamoDBLocal(Server):
         log_path = Path(workdir) / "dynamodb-local.log"
         command = [
             java,
+            *self._jvm_options,
             f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
             "-jar",
             str(jar),

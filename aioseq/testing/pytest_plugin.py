@@ -77,8 +77,9 @@ def aioseq_moto_server() -> Iterator[MotoServerProcess]:
 def aioseq_dynamodb_local() -> Iterator[DynamoDBLocal]:
     """Amazon DynamoDB Local on 127.0.0.1, for the whole session (see the module doc)."""
     from aioseq.testing import DynamoDBLocal, DynamoDBLocalUnavailable
+    from aioseq.testing.dynamodb_local import SHORT_RUN_JVM_OPTIONS
 
-    server = DynamoDBLocal()
+    server = DynamoDBLocal(jvm_options=SHORT_RUN_JVM_OPTIONS)
     try:
         server.start()
     except DynamoDBLocalUnavailable as exc:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from aioseq.testing import DynamoDBLocal
+from aioseq.testing.dynamodb_local import SHORT_RUN_JVM_OPTIONS
+
 USER_TEST = textwrap.dedent(
     """
     import pytest
@@ -39,3 +42,13 @@ def test_aioseq_store_works_in_either_pytest_asyncio_mode(tmp_path: Path, mode: 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def test_the_session_s_dynamodb_local_runs_on_the_quick_compiler(
+    aioseq_dynamodb_local: DynamoDBLocal,
+) -> None:
+    command = Path(f"/proc/{aioseq_dynamodb_local.pid}/cmdline").read_bytes().split(b"\0")
+    jar = command.index(b"-jar")
+    assert [option.decode() for option in command[1:jar]][: len(SHORT_RUN_JVM_OPTIONS)] == list(
+        SHORT_RUN_JVM_OPTIONS
+    )
