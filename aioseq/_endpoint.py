@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aioseq.clock import Clock, LoopClock
 from aioseq.errors import EndpointDown
+from aioseq.observe import EndpointEvent, Observer, notify
 
 __all__ = ["PROBE_SECS", "EndpointHealth"]
 
@@ -36,6 +37,7 @@ class EndpointHealth:
         name: the endpoint, for errors and the log (its URL).
         down_after_secs: how long requests may go unanswered before it is down.
         clock: what that is measured and the probes are paced on.
+        observer: told when it goes down and comes up (``on_endpoint``).
 
     The transport calls `sending()` as a request starts, `answered()` on any HTTP answer;
     `is_down()` says whether to send at all. ``probe`` (set by the transport) is one attempt
@@ -49,15 +51,23 @@ class EndpointHealth:
         "down_after_secs",
         "down_since",
         "name",
+        "observer",
         "probe",
         "unanswered_since",
         "up_since",
     )
 
-    def __init__(self, name: str, down_after_secs: float, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        down_after_secs: float,
+        clock: Clock | None = None,
+        observer: Observer | None = None,
+    ) -> None:
         self.name = name
         self.down_after_secs = down_after_secs
         self.clock: Clock = clock or LoopClock()
+        self.observer = observer
         #: When it went down (``None``: up).
         self.down_since: float | None = None
         #: When it last came up (or this object was made).
@@ -79,9 +89,12 @@ class EndpointHealth:
         self.unanswered_since = None
         if self.down_since is not None:
             now = self.clock.now()
-            log.warning("%s answers again after %.1f s down", self.name, now - self.down_since)
+            down_secs = now - self.down_since
+            log.warning("%s answers again after %.1f s down", self.name, down_secs)
             self.down_since = None
             self.up_since = now
+            if self.observer is not None:
+                notify(self.observer.on_endpoint, EndpointEvent(self.name, True, down_secs))
 
     def is_down(self) -> bool:
         """Whether requests should fail at once: down, or unanswered for ``down_after_secs``
@@ -100,6 +113,8 @@ class EndpointHealth:
             self.name,
             now - since,
         )
+        if self.observer is not None:
+            notify(self.observer.on_endpoint, EndpointEvent(self.name, False, now - since))
         if self.probe is not None and not self._closed:
             self._probing = asyncio.get_running_loop().create_task(
                 self._probe_until_up(), name=f"aioseq-probe {self.name}"

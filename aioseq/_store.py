@@ -98,10 +98,13 @@ class DynamoStore:
             fresh one. So a service with a key per tenant holds only the keys in use.
         clock: the [`Clock`][aioseq.clock.Clock] the store and everything made on it read
             time from and wait on (default: the running event loop's, `LoopClock`).
+        runway_secs: the runway of every block allocator
+            [`block_allocator()`][aioseq.DynamoStore.block_allocator] makes without one of its
+            own, in seconds (default ``None``: none).
 
     Raises:
         ConfigurationError: neither or both of ``client`` and ``transport``, an observer with
-            a transport, a bad ``idle_secs``.
+            a transport, a bad ``idle_secs`` or ``runway_secs``.
 
     **One object per key.** ``store.block_allocator(key)``, ``store.atomic_counter(key)``,
     ``store.transactional_counter(key)``, ``store.sort_key_counter(partition)`` and
@@ -121,10 +124,15 @@ class DynamoStore:
         observer: Observer | None = None,
         idle_secs: float | None = DEFAULT_IDLE_SECS,
         clock: Clock | None = None,
+        runway_secs: float | None = None,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
+        if runway_secs is not None:
+            check_seconds(runway_secs, "runway_secs")
+        #: The runway of the block allocators `block_allocator()` makes without one of their own.
+        self.runway_secs = runway_secs
         #: What this store and everything made on it measure time and wait on.
         self.clock: Clock = clock or LoopClock()
         self.retry_policy = retry_policy or RetryPolicy()
@@ -178,6 +186,7 @@ class DynamoStore:
         observer: Observer | None = None,
         idle_secs: float | None = DEFAULT_IDLE_SECS,
         clock: Clock | None = None,
+        runway_secs: float | None = None,
     ) -> _Opening:
         """Open an aioboto3 session and one DynamoDB client that this store owns.
 
@@ -203,7 +212,7 @@ class DynamoStore:
             session: an aioboto3 session to make the client from (default: a new one).
             observer: see [`DynamoStore`][aioseq.DynamoStore] and
                 [`aioseq.observe`][aioseq.observe].
-            idle_secs, clock: see [`DynamoStore`][aioseq.DynamoStore].
+            idle_secs, clock, runway_secs: see [`DynamoStore`][aioseq.DynamoStore].
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -216,6 +225,8 @@ class DynamoStore:
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
+        if runway_secs is not None:
+            check_seconds(runway_secs, "runway_secs")
         check_seconds(connect_timeout_secs, "connect_timeout_secs")
         check_seconds(read_timeout_secs, "read_timeout_secs")
         if endpoint_url is not None:
@@ -248,6 +259,7 @@ class DynamoStore:
                 retry_policy=retry_policy,
                 idle_secs=idle_secs,
                 clock=clock,
+                runway_secs=runway_secs,
             )
 
         return _Opening(open_store)
@@ -529,13 +541,18 @@ class DynamoStore:
     ) -> BlockAllocator:
         """The [`BlockAllocator`][aioseq.BlockAllocator] this store shares for ``key``: made as
         ``BlockAllocator(store, key, ...)`` with these arguments on the first call, the same
-        object (and so the same block) on every later call.
+        object (and so the same block) on every later call. ``runway_secs=None`` takes the
+        store's ``runway_secs``; ``0`` means no runway.
 
         Raises:
             ConfigurationError: a bad argument, or ``key``'s shared allocator has other
                 options.
             WrongEventLoop: a new key, from another event loop than the store's.
         """
+        if runway_secs is None:
+            runway_secs = self.runway_secs
+        elif runway_secs == 0 and not isinstance(runway_secs, bool):
+            runway_secs = None  # one allocator without the store's runway
         options = (
             block_size,
             min_block_size,

@@ -258,7 +258,10 @@ class BotocoreTransport:
         self._now = clock.now
         #: Whether the endpoint answers; requests fail at once while it is down.
         self.endpoint = EndpointHealth(
-            str(getattr(client.meta, "endpoint_url", "") or "DynamoDB"), down_after_secs, clock
+            str(getattr(client.meta, "endpoint_url", "") or "DynamoDB"),
+            down_after_secs,
+            clock,
+            observer,
         )
         self.endpoint.probe = self._probe
         self.observer = observer

@@ -121,7 +121,7 @@ class BlockAllocator:
         prefetch_at: reserve the next block when fewer than this fraction of a block is left
             (0 <= prefetch_at < 1; 0 disables prefetch).
         runway_secs: keep at least this many seconds of numbers, at the rate measured between
-            refills, reserved ahead (``None``, the default: the prefetch alone).
+            refills, reserved ahead (``None``, the default, or ``0``: the prefetch alone).
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
             ``0 <= offset <= max_value``).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
@@ -157,6 +157,8 @@ class BlockAllocator:
         "_next_k",
         "_prefetch_k",
         "_rate",
+        "_refill_started",
+        "_refill_waiters",
         "_refills",
         "_refills_waited",
         "_reserved",
@@ -196,6 +198,8 @@ class BlockAllocator:
         runway_secs: float | None = None,
     ) -> None:
         self.key = check_key(key)
+        if runway_secs == 0 and not isinstance(runway_secs, bool):
+            runway_secs = None
         if runway_secs is not None:
             check_seconds(runway_secs, "runway_secs")
         for name, value in (
@@ -238,6 +242,7 @@ class BlockAllocator:
         self.prefetch_at = float(prefetch_at)
         self.runway_secs = runway_secs
         self._rate = 0.0  # numbers handed out per second, measured between refills
+        self._refill_started, self._refill_waiters = 0.0, 0  # the refill in flight's, observed
         # Logged once per shortage; a runway is not short before it first filled up.
         self._warned_runway, self._warned_headroom = True, False
         self.stride = stride
@@ -398,6 +403,8 @@ class BlockAllocator:
         self._refills += 1
         self._reserved += len(reserved)
         self._add_block(reserved.start, reserved.stop)
+        if observer is not None:  # what the block leaves: runway and headroom
+            self._report_refill(observer, reserved)
         self._serve(batch)
         if self._close_finished:  # aclose() was cancelled while this ADD was in flight
             self._abandon_blocks()
@@ -425,29 +432,29 @@ class BlockAllocator:
     async def _observed_refill(
         self, observer: Observer, size: int, batch: list[Waiter[int, range]]
     ) -> range:
-        """The refill's ``ADD``, timed and reported to the store's observer."""
-        waiters = sum(1 for w in batch if w.waiting)
-        clock = self._clock
-        started = clock.now()
-
-        def report(numbers: int, error: str | None) -> None:
-            event = RefillEvent(
-                counter_key=self.key,
-                numbers=numbers,
-                block_size=self._block_size,
-                latency_secs=clock.now() - started,
-                waiters=waiters,
-                error=error,
-            )
-            notify(observer.on_refill, event)
-
+        """The refill's ``ADD``, timed; a failure reported to the store's observer at once,
+        a success by `_report_refill()` once its block is added."""
+        self._refill_waiters = sum(1 for w in batch if w.waiting)
+        self._refill_started = self._clock.now()
         try:
-            reserved = await self._counter.next_many(size)
+            return await self._counter.next_many(size)
         except Exception as exc:
-            report(0, type(exc).__name__)
+            self._report_refill(observer, range(0), type(exc).__name__)
             raise
-        report(len(reserved), None)
-        return reserved
+
+    def _report_refill(self, observer: Observer, reserved: range, error: str | None = None) -> None:
+        stats = self.statistics()
+        event = RefillEvent(
+            counter_key=self.key,
+            numbers=len(reserved),
+            block_size=self._block_size,
+            latency_secs=self._clock.now() - self._refill_started,
+            waiters=self._refill_waiters,
+            error=error,
+            runway_secs=stats.runway_secs,
+            headroom=stats.headroom,
+        )
+        notify(observer.on_refill, event)
 
     def _waste(self, numbers: int, reason: WasteReason) -> None:
         """Count reserved numbers that will never be handed out (and report them)."""

@@ -190,7 +190,9 @@ def _add_operations(
     )
     lister.add_argument("--json", action="store_true", help="one JSON object per line")
 
-    describe = commands.add_parser("describe", parents=[common], help="one counter, as in list")
+    describe = commands.add_parser(
+        "describe", parents=[common], help="one counter, as in list, and its headroom"
+    )
     describe.add_argument("key", metavar="KEY", help="the counter key")
     describe.add_argument("--json", action="store_true", help="a JSON object")
 
@@ -404,7 +406,11 @@ async def _list(args: argparse.Namespace) -> int:
 async def _describe(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
         info = await admin.describe_counter(store, args.key)
-    print(json.dumps(counter_record(info)) if args.json else counter_line(info))
+    if args.json:
+        print(json.dumps(counter_record(info)))
+    else:
+        headroom = "-" if info.headroom is None else info.headroom
+        print(f"{counter_line(info)}\t{headroom}")
     return 0
 
 
@@ -418,8 +424,8 @@ def _escape(text: str) -> str:
 
 def counter_line(info: CounterInfo) -> str:
     """One line of ``aioseq list`` / ``aioseq describe``: key, value, numbering, last update,
-    separated by tabs; ``-`` for a missing field; the key with backslash, tab, CR and LF
-    escaped (``--json`` gives keys as they are):
+    separated by tabs (``describe`` adds the headroom); ``-`` for a missing field; the key with
+    backslash, tab, CR and LF escaped (``--json`` gives keys as they are):
 
         k1	11	-	2025-01-31T12:00:00.000000+00:00
     """

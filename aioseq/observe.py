@@ -16,12 +16,14 @@ to it:
   will never hand out.
 - [`Observer.on_evict()`][aioseq.observe.Observer.on_evict]: a store dropped an object nobody had
   used for ``idle_secs``.
+- [`Observer.on_endpoint()`][aioseq.observe.Observer.on_endpoint]: a store's endpoint went down
+  (requests fail at once) or answers again.
 
 The hooks are called at the single places where these things happen (``DynamoStore.send_once``,
-the retry loop, the allocator's refill), synchronously, on the event loop: keep them fast and
-non-blocking (increment a counter, record a histogram). An exception raised by a hook is logged
-and never reaches the caller. Without an observer nothing is measured: a ``next()`` served
-from an allocator's block never touches this module either way.
+the retry loop, the allocator's refill, the endpoint's breaker), synchronously, on the event loop:
+keep them fast and non-blocking (increment a counter, record a histogram). An exception raised by
+a hook is logged and never reaches the caller. Without an observer nothing is measured: a
+``next()`` served from an allocator's block never touches this module either way.
 
 Two observers ship here: [`StatisticsObserver`][aioseq.observe.StatisticsObserver] sums everything
 in memory (read it with
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
 
 __all__ = [
+    "EndpointEvent",
     "EvictEvent",
     "ObservedStatistics",
     "Observer",
@@ -128,6 +131,10 @@ class RefillEvent:
         waiters: callers that were waiting for it (0 for a prefetch in the background).
         error: the error's class name when it failed (``"RetriesExhausted"`` ...), else
             ``None``.
+        runway_secs: after it, seconds of numbers held at the allocator's rate (``None``
+            before a rate is measured); see
+            [`AllocatorStatistics`][aioseq.AllocatorStatistics].
+        headroom: after it, numbers left before ``max_value`` (``None``: no ``max_value``).
     """
 
     counter_key: str
@@ -136,6 +143,8 @@ class RefillEvent:
     latency_secs: float
     waiters: int
     error: str | None
+    runway_secs: float | None = None
+    headroom: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,24 @@ class EvictEvent:
     wasted: int
 
 
+@dataclass(frozen=True)
+class EndpointEvent:
+    """A store's endpoint went down (no request answered for the retry policy's
+    ``max_unreachable_secs``: requests now fail at once with
+    [`EndpointDown`][aioseq.errors.EndpointDown]), or answers again.
+
+    Attributes:
+        endpoint: the endpoint's URL (``"DynamoDB"`` for AWS's own).
+        up: ``False`` as it goes down, ``True`` as it answers again.
+        secs: going down, how long requests had gone unanswered; coming up, how long it
+            was down, in seconds.
+    """
+
+    endpoint: str
+    up: bool
+    secs: float
+
+
 class Observer(Protocol):
     """What aioseq reports to. Subclass it and override the hooks you need; the others do
     nothing. Hooks run synchronously on the event loop: keep them fast and non-blocking."""
@@ -194,6 +221,10 @@ class Observer(Protocol):
 
     def on_evict(self, event: EvictEvent) -> None:
         """A store dropped an idle object it shared for a key."""
+        return None
+
+    def on_endpoint(self, event: EndpointEvent) -> None:
+        """A store's endpoint went down or answers again."""
         return None
 
 
@@ -224,6 +255,11 @@ class ObservedStatistics:
         refill_secs: total refill latency, in seconds; ``max_refill_secs`` the longest.
         wasted: wasted numbers by `WasteReason`.
         evictions: idle objects dropped by their store.
+        lowest_runway_secs: the shortest runway a refill left, by counter key (keys whose
+            allocator has measured a rate).
+        lowest_headroom: the least headroom a refill left, by counter key (bounded counters).
+        endpoint_outages: times an endpoint went down; ``endpoint_down_secs`` the seconds
+            it was down, over the outages that ended; ``endpoints_down`` the endpoints down now.
     """
 
     requests: Mapping[str, int] = field(default_factory=dict)
@@ -238,6 +274,11 @@ class ObservedStatistics:
     max_refill_secs: float = 0.0
     wasted: Mapping[str, int] = field(default_factory=dict)
     evictions: int = 0
+    lowest_runway_secs: Mapping[str, float] = field(default_factory=dict)
+    lowest_headroom: Mapping[str, int] = field(default_factory=dict)
+    endpoint_outages: int = 0
+    endpoint_down_secs: float = 0.0
+    endpoints_down: frozenset[str] = frozenset()
 
 
 class StatisticsObserver(Observer):
@@ -256,6 +297,11 @@ class StatisticsObserver(Observer):
         self._refill_secs = self._max_refill_secs = 0.0
         self._wasted: Counter[str] = Counter()
         self._evictions = 0
+        self._lowest_runway: dict[str, float] = {}
+        self._lowest_headroom: dict[str, int] = {}
+        self._outages = 0
+        self._down_secs = 0.0
+        self._down: set[str] = set()
 
     def on_request(self, event: RequestEvent) -> None:
         self._requests[event.operation] += 1
@@ -276,12 +322,29 @@ class StatisticsObserver(Observer):
             self._failed_refills += 1
         self._refill_secs += event.latency_secs
         self._max_refill_secs = max(self._max_refill_secs, event.latency_secs)
+        key = event.counter_key
+        if event.runway_secs is not None:
+            self._lowest_runway[key] = min(
+                self._lowest_runway.get(key, event.runway_secs), event.runway_secs
+            )
+        if event.headroom is not None:
+            self._lowest_headroom[key] = min(
+                self._lowest_headroom.get(key, event.headroom), event.headroom
+            )
 
     def on_waste(self, event: WasteEvent) -> None:
         self._wasted[event.reason] += event.numbers
 
     def on_evict(self, event: EvictEvent) -> None:
         self._evictions += 1
+
+    def on_endpoint(self, event: EndpointEvent) -> None:
+        if event.up:
+            self._down.discard(event.endpoint)
+            self._down_secs += event.secs
+        else:
+            self._down.add(event.endpoint)
+            self._outages += 1
 
     def statistics(self) -> ObservedStatistics:
         """A frozen snapshot of the sums so far."""
@@ -298,6 +361,11 @@ class StatisticsObserver(Observer):
             max_refill_secs=self._max_refill_secs,
             wasted=dict(self._wasted),
             evictions=self._evictions,
+            lowest_runway_secs=dict(self._lowest_runway),
+            lowest_headroom=dict(self._lowest_headroom),
+            endpoint_outages=self._outages,
+            endpoint_down_secs=self._down_secs,
+            endpoints_down=frozenset(self._down),
         )
 
 
@@ -311,7 +379,13 @@ class OpenTelemetryObserver(Observer):
     - ``aioseq.consumed_capacity`` counter, capacity units [``operation``, ``table``]
     - ``aioseq.retries`` counter [``reason``, ``conflict``]
     - ``aioseq.refill.duration`` histogram, s [``error``]
+    - ``aioseq.allocator.runway`` histogram, s: the runway each refill leaves
+    - ``aioseq.allocator.headroom`` histogram, numbers: the headroom each refill of a bounded
+      counter leaves
     - ``aioseq.numbers.wasted`` counter [``reason``]
+    - ``aioseq.evictions`` counter [``kind``]
+    - ``aioseq.endpoint.down`` up-down counter: endpoints down now [``endpoint``]
+    - ``aioseq.endpoint.outage.duration`` histogram, s: each outage, as it ends [``endpoint``]
 
     Parameters:
         meter: the meter to create the instruments on (default:
@@ -352,6 +426,26 @@ class OpenTelemetryObserver(Observer):
             unit="{object}",
             description="idle shared objects a store dropped, by kind",
         )
+        self._runway = meter.create_histogram(
+            "aioseq.allocator.runway",
+            unit="s",
+            description="seconds of numbers a block allocator holds after a refill",
+        )
+        self._headroom = meter.create_histogram(
+            "aioseq.allocator.headroom",
+            unit="{number}",
+            description="numbers left before a bounded counter's max_value, after a refill",
+        )
+        self._endpoints_down = meter.create_up_down_counter(
+            "aioseq.endpoint.down",
+            unit="{endpoint}",
+            description="endpoints down now: requests to them fail at once",
+        )
+        self._outage_duration = meter.create_histogram(
+            "aioseq.endpoint.outage.duration",
+            unit="s",
+            description="how long an endpoint was down, as it answers again",
+        )
 
     def on_request(self, event: RequestEvent) -> None:
         attributes: dict[str, Any] = {"operation": event.operation, "table": event.table}
@@ -366,9 +460,19 @@ class OpenTelemetryObserver(Observer):
 
     def on_refill(self, event: RefillEvent) -> None:
         self._refill_duration.record(event.latency_secs, {"error": event.error or ""})
+        if event.runway_secs is not None:
+            self._runway.record(event.runway_secs)
+        if event.headroom is not None:
+            self._headroom.record(event.headroom)
 
     def on_waste(self, event: WasteEvent) -> None:
         self._wasted.add(event.numbers, {"reason": event.reason})
 
     def on_evict(self, event: EvictEvent) -> None:
         self._evictions.add(1, {"kind": event.kind})
+
+    def on_endpoint(self, event: EndpointEvent) -> None:
+        attributes = {"endpoint": event.endpoint}
+        self._endpoints_down.add(-1 if event.up else 1, attributes)
+        if event.up:
+            self._outage_duration.record(event.secs, attributes)

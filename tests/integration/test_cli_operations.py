@@ -217,6 +217,18 @@ def test_next_takes_the_max_value_a_counter_records(run: Any, aioseq_endpoint: s
     assert code == 1 and "NumberOutOfRange" in err
 
 
+def test_describe_ends_with_the_headroom_of_a_bounded_counter(run: Any) -> None:
+    assert run("next", "bounded", "--max-value", "100", "--count", "3")[0] == 0
+    assert run("next", "open", "--count", "3")[0] == 0
+    code, out, _ = run("describe", "bounded")
+    fields = out.rstrip("\n").split("\t")
+    assert code == 0 and (fields[1], fields[4:]) == ("3", ["97"])
+    code, out, _ = run("describe", "open")
+    assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-"]
+    code, out, _ = run("list")  # list keeps its four fields
+    assert code == 0 and [len(line.split("\t")) for line in out.splitlines()] == [4, 4]
+
+
 def test_current_of_an_allocator_is_its_last_number_reserved(run: Any) -> None:
     args = ["--strategy", "allocator", "--stride", "3", "--offset", "2", "--block-size", "1"]
     assert run("next", "striped", *args, "--count", "2")[:2] == (0, "2\n5\n")

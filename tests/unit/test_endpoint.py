@@ -9,6 +9,7 @@ import pytest
 
 from aioseq import EndpointDown, EndpointUnreachable
 from aioseq._endpoint import PROBE_SECS, EndpointHealth
+from aioseq.observe import StatisticsObserver
 from aioseq.testing import ManualClock
 
 
@@ -102,3 +103,20 @@ def test_a_lost_answer_to_a_read_applied_nothing(operation: str) -> None:
     assert lost.retryable and not lost.maybe_applied
     write = translate(ReadTimeoutError(endpoint_url="http://db"), "UpdateItem")
     assert write.maybe_applied
+
+
+def test_its_observer_hears_it_go_down_and_come_up() -> None:
+    clock = ManualClock()
+    observer = StatisticsObserver()
+    endpoint = EndpointHealth("http://db", 3.0, clock, observer)
+    endpoint.sending()
+    clock.advance(3.5)
+    assert endpoint.is_down() and endpoint.is_down()  # told once
+    seen = observer.statistics()
+    assert (seen.endpoint_outages, seen.endpoints_down) == (1, frozenset({"http://db"}))
+    clock.advance(10.0)
+    endpoint.answered()
+    endpoint.answered()
+    seen = observer.statistics()
+    assert (seen.endpoint_outages, seen.endpoints_down) == (1, frozenset())
+    assert seen.endpoint_down_secs == pytest.approx(10.0)

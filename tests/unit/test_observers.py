@@ -11,6 +11,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from aioseq.observe import (
+    EndpointEvent,
     EvictEvent,
     ObservedStatistics,
     Observer,
@@ -32,12 +33,16 @@ EVENTS: list[Any] = [
     RetryEvent("orders", "ConditionalCheckFailedException", True, 3, 0.004),
     RefillEvent("orders", 100, 100, 0.02, 3, None),
     RefillEvent("orders", 0, 100, 0.50, 1, "RetriesExhausted"),
-    RefillEvent("orders", 200, 200, 0.04, 0, None),
+    RefillEvent("orders", 200, 200, 0.04, 0, None, runway_secs=60.0, headroom=5_000),
+    RefillEvent("orders", 200, 200, 0.04, 0, None, runway_secs=45.0, headroom=4_800),
     WasteEvent("orders", 7, "abandoned"),
     WasteEvent("orders", 3, "abandoned"),
     WasteEvent("orders", 1, "unresolved"),
     EvictEvent("orders", "block_allocator", 5, 0),
     EvictEvent("users", "atomic_counter", 0, 0),
+    EndpointEvent("http://db", False, 3.0),
+    EndpointEvent("http://db", True, 12.5),
+    EndpointEvent("http://db", False, 3.0),
 ]
 
 
@@ -48,6 +53,7 @@ def feed(observer: Observer) -> None:
         RefillEvent: observer.on_refill,
         WasteEvent: observer.on_waste,
         EvictEvent: observer.on_evict,
+        EndpointEvent: observer.on_endpoint,
     }
     for event in EVENTS:
         hooks[type(event)](event)
@@ -71,10 +77,13 @@ def test_the_statistics_observer_sums_every_event() -> None:
     assert s.consumed_capacity_units == {"UpdateItem": 1.0, "TransactWriteItems": 4.0}
     assert s.retries == {"ConditionalCheckFailedException": 2, "ThrottlingException": 1}
     assert s.conflicts == 2
-    assert (s.refills, s.failed_refills) == (2, 1)
-    assert s.refill_secs == pytest.approx(0.56) and s.max_refill_secs == 0.50
+    assert (s.refills, s.failed_refills) == (3, 1)
+    assert s.refill_secs == pytest.approx(0.60) and s.max_refill_secs == 0.50
     assert s.wasted == {"abandoned": 10, "unresolved": 1}
     assert s.evictions == 2
+    assert (s.lowest_runway_secs, s.lowest_headroom) == ({"orders": 45.0}, {"orders": 4_800})
+    assert (s.endpoint_outages, s.endpoint_down_secs) == (2, 12.5)
+    assert s.endpoints_down == {"http://db"}  # down again
 
 
 def test_a_statistics_snapshot_does_not_move_with_the_observer() -> None:
@@ -128,7 +137,15 @@ def test_the_opentelemetry_observer_records_each_instrument() -> None:
         ("ThrottlingException", False): 1,
     }
     refills = _by(points["aioseq.refill.duration"], "error")
-    assert {k: p.count for k, p in refills.items()} == {("",): 2, ("RetriesExhausted",): 1}
+    assert {k: p.count for k, p in refills.items()} == {("",): 3, ("RetriesExhausted",): 1}
+    runway = points["aioseq.allocator.runway"]
+    assert [(p.count, p.min) for p in runway] == [(2, 45.0)]
+    headroom = points["aioseq.allocator.headroom"]
+    assert [(p.count, p.min) for p in headroom] == [(2, 4_800)]
+    down = _by(points["aioseq.endpoint.down"], "endpoint")
+    assert {k: p.value for k, p in down.items()} == {("http://db",): 1}
+    outages = _by(points["aioseq.endpoint.outage.duration"], "endpoint")
+    assert {k: (p.count, p.sum) for k, p in outages.items()} == {("http://db",): (1, 12.5)}
     wasted = _by(points["aioseq.numbers.wasted"], "reason")
     assert {k: p.value for k, p in wasted.items()} == {("abandoned",): 10, ("unresolved",): 1}
     evictions = _by(points["aioseq.evictions"], "kind")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aioseq import ConfigurationError, DynamoStore
+from aioseq.observe import StatisticsObserver
 from aioseq.testing import FakeDynamoDB, ManualClock
 
 RATE = 100  # numbers a second: one every 10 ms of the test's clock
@@ -64,10 +65,43 @@ async def test_without_a_runway_the_prefetch_alone_holds_numbers(
     assert stats.runway_secs is not None and stats.runway_secs <= 2.0  # a block and a half
 
 
-@pytest.mark.parametrize("runway_secs", [0, -1.0, float("nan"), "10"])
+@pytest.mark.parametrize("runway_secs", [-1.0, float("nan"), "10", True])
 def test_a_bad_runway_is_refused(fake_store: DynamoStore, runway_secs: object) -> None:
     with pytest.raises(ConfigurationError, match="runway_secs"):
         fake_store.block_allocator("ids", runway_secs=runway_secs)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="runway_secs"):
+        DynamoStore(transport=FakeDynamoDB(), runway_secs=runway_secs)  # type: ignore[arg-type]
+
+
+async def test_the_store_s_runway_is_every_allocator_s_unless_it_names_its_own(
+    clock: ManualClock,
+) -> None:
+    async with DynamoStore(transport=FakeDynamoDB(), clock=clock, runway_secs=30.0) as store:
+        assert store.block_allocator("a").runway_secs == 30.0
+        assert store.block_allocator("b", runway_secs=5.0).runway_secs == 5.0
+        assert store.block_allocator("c", runway_secs=0).runway_secs is None  # none
+        assert store.block_allocator("a") is store.block_allocator("a", runway_secs=30.0)
+    async with DynamoStore(transport=FakeDynamoDB(), clock=clock) as store:
+        assert store.block_allocator("a").runway_secs is None
+        assert store.block_allocator("a") is store.block_allocator("a", runway_secs=0)
+
+
+async def test_each_refill_reports_the_runway_and_headroom_it_leaves(clock: ManualClock) -> None:
+    observer = StatisticsObserver()
+    async with DynamoStore(
+        transport=FakeDynamoDB(observer=observer), clock=clock, idle_secs=None
+    ) as store:
+        await store.create_table()
+        ids = store.block_allocator("ids", **SMALL, runway_secs=10.0, max_value=100_000)
+        await _take(ids, clock, 300)
+        seen = observer.statistics()
+        stats = ids.statistics()
+    assert seen.refills >= 3
+    # The lowest runway a refill left: a rate measured, and short of the target at first.
+    assert 0 < seen.lowest_runway_secs["ids"] < 10.0
+    # The least headroom: what the last refill left; numbers handed out since took more.
+    assert stats.headroom is not None
+    assert stats.headroom <= seen.lowest_headroom["ids"] < 100_000 - 200
 
 
 async def test_headroom_counts_down_to_max_value(
