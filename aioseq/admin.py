@@ -489,10 +489,11 @@ async def _query(
     attribute: str,
     extra: tuple[str, ...] = (),
     found: Callable[[dict[str, Any]], None] | None = None,
+    progress: Progress | None = None,
 ) -> ScanTally:
     """The items of one item collection of ``table`` (partition key value ``partition``): a
     strongly consistent, paginated ``Query`` projecting ``attribute`` (and ``extra``), tallied
-    as `_scan()` tallies; ``found`` sees each item."""
+    as `_scan()` tallies (one segment); ``found`` sees each item, ``progress`` each page."""
     check_table_name(table)
     check_attribute_name(attribute)
     check_key(partition, "partition")
@@ -520,7 +521,9 @@ async def _query(
             for item in items:
                 found(item)
         last = page.get("LastEvaluatedKey")
-        tally.add_page(items, attribute, last=last is None)
+        seen = tally.add_page(items, attribute, last=last is None)
+        if progress is not None:
+            progress(seen)
         if last is None:
             return tally
         params["ExclusiveStartKey"] = last
@@ -532,6 +535,7 @@ async def audit_counter(
     *,
     partition: str | None = None,
     number_attribute: str | None = None,
+    progress: Progress | None = None,
 ) -> CounterAudit:
     """Check counter ``key`` against the items it numbered: every number of its numbering from
     the first up to its highest has exactly one item, and no item holds a number above it
@@ -544,7 +548,8 @@ async def audit_counter(
 
     DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), then a strongly consistent,
     paginated ``Query`` of the item collection projecting its keys (and ``number_attribute``):
-    1 RCU per 4 KB read.
+    1 RCU per 4 KB read. ``progress`` is called after each page with a
+    [`ScanProgress`][aioseq.admin.ScanProgress] (one segment).
 
     Returns:
         a [`CounterAudit`][aioseq.admin.CounterAudit]; its ``fix`` is the ``aioseq start-after``
@@ -589,6 +594,7 @@ async def audit_counter(
         attribute=attribute,
         extra=extra,
         found=found,
+        progress=progress,
     )
     audit = tally.done(key)
     if audit.above:
@@ -648,7 +654,9 @@ async def start_after_maximum(
             store, table=table, attribute=attribute, segments=segments, progress=progress
         )
     else:
-        tally = await _query(store, table=table, partition=partition, attribute=attribute)
+        tally = await _query(
+            store, table=table, partition=partition, attribute=attribute, progress=progress
+        )
     if tally.items and not tally.numbers:
         raise ConfigurationError(
             f"no item of table {table!r} holds a whole number in {attribute!r}"

@@ -22,7 +22,7 @@ import logging
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aioseq import __version__, admin
@@ -450,17 +450,33 @@ def counter_record(info: CounterInfo) -> dict[str, Any]:
     }
 
 
+class _ProgressLine:
+    """A scan's progress on stderr: redrawn in place after each page on a terminal; the last
+    one printed for good by `done()` (``keep``) or wiped."""
+
+    def __init__(self, text: Callable[[ScanProgress], str]) -> None:
+        self.text = text
+        self.live = sys.stderr.isatty()
+        self.last: ScanProgress | None = None
+
+    def __call__(self, progress: ScanProgress) -> None:
+        self.last = progress
+        if self.live:
+            sys.stderr.write(f"\r\033[K{self.text(progress)}")
+            sys.stderr.flush()
+
+    def done(self, *, keep: bool) -> None:
+        if self.last is None:
+            return
+        if keep:
+            sys.stderr.write(("\r\033[K" if self.live else "") + self.text(self.last) + "\n")
+        elif self.live:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
 async def _start_after(args: argparse.Namespace) -> int:
-    err = sys.stderr
-    live = err.isatty()
-    last: list[ScanProgress] = []
-
-    def show(progress: ScanProgress) -> None:
-        last[:] = [progress]
-        if live:
-            err.write(f"\r{_progress_text(progress)}")
-            err.flush()
-
+    show = _ProgressLine(_progress_text)
     async with await _open(args) as store:
         value = await admin.start_after_maximum(
             store,
@@ -471,9 +487,8 @@ async def _start_after(args: argparse.Namespace) -> int:
             partition=args.partition,
             progress=show,
         )
-    if last:
-        err.write(("\r" if live else "") + _progress_text(last[0]) + "\n")
-    print(f"counter {args.key!r} is at {value}", file=err)
+    show.done(keep=True)
+    print(f"counter {args.key!r} is at {value}", file=sys.stderr)
     print(value)
     return 0
 
@@ -483,9 +498,21 @@ async def _audit(args: argparse.Namespace) -> int:
         keys = args.keys or sorted([info.key async for info in admin.list_counters(store)])
         findings = 0
         for key in keys:
-            audit = await admin.audit_counter(
-                store, key, partition=args.partition, number_attribute=args.number_attribute
-            )
+
+            def text(progress: ScanProgress, key: str = key) -> str:
+                return f"audit {key}: {progress.items:,} items read, highest {progress.maximum}"
+
+            show = _ProgressLine(text)
+            try:
+                audit = await admin.audit_counter(
+                    store,
+                    key,
+                    partition=args.partition,
+                    number_attribute=args.number_attribute,
+                    progress=show,
+                )
+            finally:
+                show.done(keep=False)  # the result line says how many items there were
             findings += not audit.ok
             print(json.dumps(_audit_record(audit)) if args.json else _audit_text(audit))
     return 1 if findings else 0

@@ -10,7 +10,9 @@ Reported, against the issue's goals: the allocator's errors (goal: none) and low
 ``runway_secs`` (goal: above 0), how long after the return its runway was back above half its
 target (goal: 10 s); the slowest put that started 5 s into the outage (goal: failed within
 50 ms with ``EndpointUnreachable``), and 10 s into the silence; how long after each return the
-first put succeeded (goal: 5 s); whether a failed read said ``maybe_applied`` false.
+first put succeeded (goal: 5 s); whether a failed read said ``maybe_applied`` false. Written
+to ``--out``: ``outage.json`` (with the timeline, twice a second), ``outage.md`` and
+``outage.png`` (runway, numbers and puts per second against time).
 
     scripts/in-loopback-netns .venv/bin/python -m benchmarks.outage --server dynamodb-local
 """
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from aioseq import DynamoStore, EndpointUnreachable
@@ -66,6 +70,7 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
     began = time.perf_counter()
     puts: list[tuple[float, float, bool]] = []  # (started, secs, ok)
     runway: list[tuple[float, float]] = []  # (at, runway_secs)
+    timeline: list[tuple[float, float, int, int, int]] = []  # (at, runway, numbers, ok, failed)
     errors: list[str] = []
     numbers: list[int] = []
     stop = asyncio.Event()
@@ -106,7 +111,18 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
                     await asyncio.sleep(s.put_every_secs)
                 await asyncio.gather(*tasks)
 
-            workers = [asyncio.create_task(take()), asyncio.create_task(putter())]
+            async def sample() -> None:  # the plot's points, twice a second
+                while not stop.is_set():
+                    ok = sum(p[2] for p in puts)
+                    at, runway_secs = time.perf_counter() - began, ids.statistics().runway_secs
+                    timeline.append((at, runway_secs or 0.0, len(numbers), ok, len(puts) - ok))
+                    await asyncio.sleep(0.5)
+
+            workers = [
+                asyncio.create_task(take()),
+                asyncio.create_task(putter()),
+                asyncio.create_task(sample()),
+            ]
             await asyncio.sleep(s.warmup_secs)
             down = time.perf_counter() - began
             proxy.stop()
@@ -159,6 +175,17 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
         "first_put_ok_after_return_secs": first_ok_after(back),
         "first_put_ok_after_silence_secs": first_ok_after(back_again),
         "failed_read_maybe_applied": read_maybe_applied,
+        "phases": {"down": down, "back": back, "silent": silent, "back_again": back_again},
+        "timeline": [
+            {
+                "at": round(at, 2),
+                "runway_secs": round(r, 1),
+                "numbers": n,
+                "puts_ok": ok,
+                "puts_failed": failed,
+            }
+            for at, r, n, ok, failed in timeline
+        ],
     }
     outage, quiet = report["puts_from_5s_into_outage"], report["puts_from_10s_into_silence"]
     half = report["runway_half_after_return_secs"]
@@ -227,6 +254,50 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Two panels against time: the allocator's runway (its target dashed), and numbers
+    handed out and puts answered or failed per second; the outage and the silence shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = report["timeline"]
+    at = [p["at"] for p in points]
+
+    def per_sec(name: str) -> list[float]:
+        values = [p[name] for p in points]
+        return [0.0] + [
+            (b - a) / (t1 - t0)
+            for a, b, t0, t1 in zip(values, values[1:], at, at[1:], strict=False)
+        ]
+
+    phases = report["phases"]
+    figure, (runway, rates) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
+    for axis in (runway, rates):
+        axis.axvspan(phases["down"], phases["back"], color="tab:red", alpha=0.12)
+        axis.axvspan(phases["silent"], phases["back_again"], color="tab:orange", alpha=0.12)
+        axis.grid(alpha=0.3)
+    runway.plot(at, [p["runway_secs"] for p in points], color="tab:blue", label="runway")
+    runway.axhline(report["settings"]["runway_secs"], color="tab:blue", linestyle="--",
+                   linewidth=1, label="target")  # fmt: skip
+    runway.set_ylabel("runway (s of numbers)")
+    runway.legend(loc="lower right")
+    runway.set_title("refused (red), then silent (orange): the allocator serves throughout")
+    rates.plot(at, per_sec("numbers"), color="tab:blue", label="numbers handed out")
+    rates.set_ylabel("numbers per second")
+    rates.set_xlabel("seconds since start")
+    puts = rates.twinx()  # ten puts a second beside 500 numbers: an axis of their own
+    puts.plot(at, per_sec("puts_ok"), color="tab:green", label="puts answered")
+    puts.plot(at, per_sec("puts_failed"), color="tab:red", label="puts failed at once")
+    puts.set_ylabel("transactional puts per second")
+    lines = rates.get_legend_handles_labels(), puts.get_legend_handles_labels()
+    rates.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], loc="center right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = _report.parser("python -m benchmarks.outage", __doc__, endpoint_url=False)
@@ -236,9 +307,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runway-secs", type=float, default=Settings.runway_secs)
     args = parser.parse_args(arguments)
     s = Settings(args.outage_secs, args.silent_secs, args.rate, args.runway_secs)
-    return _report.measure_and_save(
+    code = _report.measure_and_save(
         "outage", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
     )
+    out: Path = args.out
+    plot(json.loads((out / "outage.json").read_text()), out / "outage.png")
+    return code
 
 
 if __name__ == "__main__":

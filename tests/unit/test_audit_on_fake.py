@@ -7,6 +7,7 @@ import asyncio
 
 from aioseq import DynamoStore, Numbering, admin
 from aioseq._admin_values import AuditTally
+from aioseq.admin import ScanProgress
 
 
 async def _numbered(store: DynamoStore, key: str, count: int) -> None:
@@ -85,3 +86,15 @@ def test_the_tally_follows_the_numbering() -> None:
     assert audit.missing == (range(8, 9, 3),)
     assert (audit.off_numbering, audit.above, audit.duplicates) == (1, 2, (17,))
     assert audit.highest_item == 17 and not audit.ok
+
+
+async def test_progress_is_reported_after_each_page(fake_store: DynamoStore) -> None:
+    await _numbered(fake_store, "inv", 40)
+    seen: list[ScanProgress] = []
+    audit = await admin.audit_counter(fake_store, "inv", progress=seen.append)
+    assert audit.ok and seen
+    assert [p.pages for p in seen] == list(range(1, len(seen) + 1))
+    last = seen[-1]
+    assert (last.segments, last.segments_done) == (1, 1)
+    assert last.items == audit.items + 1  # the counter item is read too, and left out
+    assert last.maximum == 40
