@@ -151,6 +151,7 @@ class BlockAllocator:
         "_end_k",
         "_evicted",
         "_handed_out_at_last_refill",
+        "_handed_out_at_refill_start",
         "_last_refill_at",
         "_loop_state",
         "_low_water",
@@ -242,7 +243,8 @@ class BlockAllocator:
         self.prefetch_at = float(prefetch_at)
         self.runway_secs = runway_secs
         self._rate = 0.0  # numbers handed out per second, measured between refills
-        self._refill_started, self._refill_waiters = 0.0, 0  # the refill in flight's, observed
+        # The refill in flight: when it started, numbers handed out then, callers waiting.
+        self._refill_started, self._handed_out_at_refill_start, self._refill_waiters = 0.0, 0, 0
         # Logged once per shortage; a runway is not short before it first filled up.
         self._warned_runway, self._warned_headroom = True, False
         self.stride = stride
@@ -402,6 +404,8 @@ class BlockAllocator:
             reserved = await self._observed_refill(observer, size, batch)
         self._refills += 1
         self._reserved += len(reserved)
+        self._last_refill_at = self._refill_started
+        self._handed_out_at_last_refill = self._handed_out_at_refill_start
         self._add_block(reserved.start, reserved.stop)
         if observer is not None:  # what the block leaves: runway and headroom
             self._report_refill(observer, reserved)
@@ -435,7 +439,6 @@ class BlockAllocator:
         """The refill's ``ADD``, timed; a failure reported to the store's observer at once,
         a success by `_report_refill()` once its block is added."""
         self._refill_waiters = sum(1 for w in batch if w.waiting)
-        self._refill_started = self._clock.now()
         try:
             return await self._counter.next_many(size)
         except Exception as exc:
@@ -476,16 +479,19 @@ class BlockAllocator:
         self._blocks_changed()
 
     def _resize(self) -> None:
-        """Demand-sized blocks: see the class docstring."""
+        """Demand-sized blocks: see the class docstring. The rate is measured from the start of
+        the last refill that succeeded to now."""
         now = self._clock.now()
-        last, self._last_refill_at = self._last_refill_at, now
         handed_out = self.statistics().handed_out
-        used = handed_out - self._handed_out_at_last_refill
-        self._handed_out_at_last_refill = handed_out
+        # Committed as the next window's start only once this refill succeeds: refills that
+        # fail (an outage, every call past the mark) would otherwise measure windows of a
+        # millisecond, and a runway sized on that noise.
+        self._refill_started, self._handed_out_at_refill_start = now, handed_out
+        last = self._last_refill_at
         target_interval = self.target_refill_interval_secs
         if last is None or now <= last:
             return
-        self._rate = used / (now - last)
+        self._rate = (handed_out - self._handed_out_at_last_refill) / (now - last)
         if target_interval is None:
             self._set_low_water()
             return
@@ -502,13 +508,15 @@ class BlockAllocator:
         if stats.rate <= 0:
             return
         target = self.runway_secs
-        low = target is not None and (stats.runway_secs or 0.0) < target / 2
-        if low and not self._warned_runway:
-            log.warning(
-                "allocator %r: runway %.0f s, under half its %.0f s", self.key,
-                stats.runway_secs or 0.0, target,
-            )  # fmt: skip
-        self._warned_runway = low
+        if target is not None:
+            runway = stats.runway_secs or 0.0
+            if runway < target / 2 and not self._warned_runway:
+                self._warned_runway = True
+                log.warning(
+                    "allocator %r: runway %.0f s, under half its %.0f s", self.key, runway, target
+                )
+            elif runway >= target * 3 / 4:  # recovered: the next shortage is said again
+                self._warned_runway = False
         short = stats.headroom is not None and stats.headroom < stats.rate * 86_400
         if short and not self._warned_headroom:
             log.warning(

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from aioseq import DynamoStore
-from benchmarks import defaults, guard, many_keys
+from benchmarks import defaults, guard, hard_days, many_keys
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.defaults import sections
 from benchmarks.variants import (
@@ -480,3 +480,23 @@ def test_the_fairness_targets_catch_a_starved_process() -> None:
     assert "p99 20 ms" in ceiling["detail"]
     starved = found["transactional: capacity model, least process / fair share"]
     assert starved["measured"] == 0.04 and not starved["met"]
+
+
+# --- the hard days benchmark (python -m benchmarks.hard_days) --------------------------------
+
+
+@pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
+async def test_the_hard_days_run_audits_and_costs_each_runway(aioseq_endpoint: str) -> None:
+    settings = hard_days.Settings(items=300, rate=400, runway_run_secs=0.5, runways=(None, 1.0))
+    report = await hard_days.run(settings, aioseq_endpoint)
+    assert report["ok"] is True
+    assert report["audit"]["ok"] and report["audit"]["items"] == 300
+    assert report["audit"]["pages"] == report["audit"]["queries"] >= 1
+    moved = report["audit_after_moving_back"]
+    assert not moved["ok"] and "start-after inv" in moved["fix"]
+    assert [r["runway_secs"] for r in report["runways"]] == [None, 1.0]
+    for row in report["runways"]:
+        assert row["numbers"] == 200 and row["update_items"] >= 1
+        assert row["allocator_bytes_at_end"] > 0
+    text = hard_days.markdown({**report, "command": "c", "date": "d", "server": "s"})
+    assert "| healthy | 300 |" in text and "All goals met." in text

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioseq import ConfigurationError, DynamoStore
+from aioseq import ConfigurationError, DynamoStore, RetryPolicy
 from aioseq.observe import StatisticsObserver
 from aioseq.testing import FakeDynamoDB, ManualClock
 
@@ -131,3 +131,30 @@ async def test_a_short_runway_and_a_near_max_value_are_logged_once(
     headroom = [r for r in caplog.records if "under a day" in r.getMessage()]
     assert len(runway) == 1 and "runway" in runway[0].getMessage()
     assert len(headroom) == 1 and "before max_value 100000" in headroom[0].getMessage()
+
+
+async def test_failing_refills_do_not_mismeasure_the_rate(
+    fake: FakeDynamoDB, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """During an outage every call past the mark tries a refill, each failing at once (as on
+    an endpoint that is down); a rate measured between those tries would see the calls'
+    jitter (here 1 ms, 1 ms, then 28 ms: 100/s on average), not the rate."""
+    once = RetryPolicy(max_attempts=1)
+    async with DynamoStore(transport=fake, retry_policy=once, clock=clock, idle_secs=None) as store:
+        await store.create_table()
+        ids = store.block_allocator("ids", **SMALL, runway_secs=10.0)
+        await _take(ids, clock, 600)
+        down = True
+        fake.inject("internal-error", operation="UpdateItem", times=10**9, when=lambda _: down)
+        rates = []
+        with caplog.at_level(logging.WARNING, logger="aioseq"):
+            for i in range(ids.statistics().available):
+                await ids.next()
+                clock.advance((0.001, 0.001, 0.028)[i % 3])
+                await asyncio.sleep(0)
+                rates.append(ids.statistics().rate)
+        down = False
+    assert fake.injected["internal-error"] > 100  # a try for most calls
+    assert max(rates) < 1.5 * RATE and min(rates) > RATE / 1.5
+    said = [r for r in caplog.records if "under half" in r.getMessage()]
+    assert len(said) == 1  # once for the whole outage
