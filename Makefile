@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage soak clean
+.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -126,9 +126,14 @@ bench-liveness: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 
 # DynamoDB unreachable (issue 31): the endpoint refused for 60 s, then silent for 30 s, under
 # an allocator with a 120 s runway at 500 numbers/s and a gapless put every 100 ms; against the
-# issue's goals, exits 1 when one is missed (~2.5 minutes; writes outage.json and outage.md).
+# issue's goals, exits 1 when one is missed (~2.5 minutes; writes outage.json, .md and .png).
 bench-outage: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks.outage --server dynamodb-local $(ARGS)
+
+# What the hard days' tools cost (issue 31): an audit of 100,000 items, and the requests and
+# numbers held of runways of none, 30 and 120 s at 500 numbers/s (~2 minutes; hard_days.json).
+bench-hard-days: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.hard_days --server dynamodb-local $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).

@@ -70,7 +70,7 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
     began = time.perf_counter()
     puts: list[tuple[float, float, bool]] = []  # (started, secs, ok)
     runway: list[tuple[float, float]] = []  # (at, runway_secs)
-    timeline: list[tuple[float, float, int, int, int]] = []  # (at, runway, numbers, ok, failed)
+    timeline: list[dict[str, Any]] = []
     errors: list[str] = []
     numbers: list[int] = []
     stop = asyncio.Event()
@@ -114,8 +114,20 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
             async def sample() -> None:  # the plot's points, twice a second
                 while not stop.is_set():
                     ok = sum(p[2] for p in puts)
-                    at, runway_secs = time.perf_counter() - began, ids.statistics().runway_secs
-                    timeline.append((at, runway_secs or 0.0, len(numbers), ok, len(puts) - ok))
+                    stats = ids.statistics()
+                    timeline.append(
+                        {
+                            "at": round(time.perf_counter() - began, 2),
+                            "runway_secs": round(stats.runway_secs or 0.0, 1),
+                            "available": stats.available,
+                            "rate": round(stats.rate, 1),
+                            "block_size": stats.block_size,
+                            "wasted": stats.wasted,
+                            "numbers": len(numbers),
+                            "puts_ok": ok,
+                            "puts_failed": len(puts) - ok,
+                        }
+                    )
                     await asyncio.sleep(0.5)
 
             workers = [
@@ -176,16 +188,7 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
         "first_put_ok_after_silence_secs": first_ok_after(back_again),
         "failed_read_maybe_applied": read_maybe_applied,
         "phases": {"down": down, "back": back, "silent": silent, "back_again": back_again},
-        "timeline": [
-            {
-                "at": round(at, 2),
-                "runway_secs": round(r, 1),
-                "numbers": n,
-                "puts_ok": ok,
-                "puts_failed": failed,
-            }
-            for at, r, n, ok, failed in timeline
-        ],
+        "timeline": timeline,
     }
     outage, quiet = report["puts_from_5s_into_outage"], report["puts_from_10s_into_silence"]
     half = report["runway_half_after_return_secs"]
@@ -289,7 +292,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     rates.set_xlabel("seconds since start")
     puts = rates.twinx()  # ten puts a second beside 500 numbers: an axis of their own
     puts.plot(at, per_sec("puts_ok"), color="tab:green", label="puts answered")
-    puts.plot(at, per_sec("puts_failed"), color="tab:red", label="puts failed at once")
+    puts.plot(at, per_sec("puts_failed"), color="tab:red", label="puts failed: EndpointUnreachable")
     puts.set_ylabel("transactional puts per second")
     lines = rates.get_legend_handles_labels(), puts.get_legend_handles_labels()
     rates.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], loc="center right")

@@ -339,6 +339,13 @@ def outage_table() -> None:
     emit(outage.markdown(_report("outage")), lang=None)
 
 
+def hard_days_table() -> None:
+    """The audit's time and the runway's cost, from docs/performance/hard_days.json."""
+    from benchmarks import hard_days
+
+    emit(hard_days.markdown(_report("hard_days")), lang=None)
+
+
 def guard_table() -> None:
     """The hot path's guarded figures, from docs/performance/guard.json."""
     from benchmarks import guard
