@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from checks import assert_distinct, assert_exactly
 
 from aioseq import (
@@ -34,6 +35,7 @@ async def test_counters_are_independent(aioseq_store: DynamoStore) -> None:
     assert [await a.next(), await a.next(), await b.next()] == [1, 2, 1]
 
 
+@pytest.mark.slow
 async def test_500_concurrent_callers_get_distinct_numbers(aioseq_store: DynamoStore) -> None:
     orders = aioseq_store.atomic_counter("orders")
     numbers = await asyncio.gather(*(orders.next() for _ in range(500)))

@@ -141,6 +141,7 @@ async def test_a_planted_duplicate_or_gap_is_reported(aioseq_endpoint: str) -> N
 KEYS = 200
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
 def test_the_many_keys_quick_run_wastes_nothing_and_stays_gapless(
     tmp_path: Path, aioseq_endpoint: str

@@ -236,6 +236,7 @@ async def _stored(endpoint: str, table: str, key: str) -> list[int]:
         return await stored_numbers(store, key)
 
 
+@pytest.mark.slow
 def test_demo_against_a_server_checks_every_strategy(aioseq_endpoint: str, table: str) -> None:
     run = aioseq(
         "demo", "--endpoint-url", aioseq_endpoint, "--table", table,
@@ -290,6 +291,7 @@ async def _item_count(endpoint: str, name: str) -> int:
         return await item_count(store)
 
 
+@pytest.mark.slow
 def test_demo_starts_its_own_server_when_no_endpoint_is_configured() -> None:
     # Under -X dev, as the docs recommend: aiohttp's strict parser then refuses an answer with
     # a header twice (http.server's Server beside moto's, once).

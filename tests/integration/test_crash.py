@@ -52,6 +52,7 @@ def variant(strategy: str, group: bool | None) -> str:
     return strategy if group is None else f"{strategy}+{'group' if group else 'no-group'}"
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # a crash is the client's: tried where requests run at once
 @pytest.mark.parametrize(("strategy", "group"), VARIANTS, ids=[variant(*v) for v in VARIANTS])
 async def test_a_process_killed_mid_run_costs_no_duplicate_and_no_hole(
@@ -101,6 +102,7 @@ LOSSY = FaultSchedule(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # a crash is the client's: tried where requests run at once
 @pytest.mark.parametrize("strategy", ["optimistic", "sort-key", "transactional"])
 async def test_three_processes_through_a_lossy_network_number_exactly_once(

@@ -203,6 +203,7 @@ async def test_an_add_whose_answer_was_lost_costs_a_gap_never_a_duplicate(
 VARIANTS = [(s, False) for s in STRATEGY_NAMES] + [(s.name, True) for s in STRATEGIES if s.grouped]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("strategy", "group"), VARIANTS)
 async def test_every_strategy_keeps_its_guarantees_under_every_fault(
     aioseq_store: DynamoStore,

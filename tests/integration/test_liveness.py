@@ -94,6 +94,7 @@ def _key(name: str) -> str:
         ("transactional", True, 0.03),
     ],
 )
+@pytest.mark.slow
 async def test_writers_started_together_under_deadlines_keep_the_counter_moving(
     aioseq_store: DynamoStore,
     aioseq_endpoint: str,
@@ -216,6 +217,7 @@ async def test_a_counter_whose_queued_writers_are_gone_is_usable_at_once(
     assert await queue_entries(aioseq_store, "c") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["transactional", "optimistic"])
 async def test_writers_killed_while_queued_leave_at_most_one_entry_each(
     aioseq_store: DynamoStore, aioseq_endpoint: str, strategy: str
@@ -236,6 +238,7 @@ async def test_writers_killed_while_queued_leave_at_most_one_entry_each(
     assert first["secs"] <= 1.5, (first, f"{len(left)} entries left by the killed writers")
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # the queue's pace, where writers are served at once
 async def test_a_far_writer_beside_near_ones_commits(
     aioseq_store: DynamoStore, aioseq_endpoint: str

@@ -191,6 +191,7 @@ async def test_an_object_in_use_is_not_dropped(aioseq_endpoint: str, table_name:
         assert taken == list(range(1, len(taken) + 1))
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # the store's close, not the server: one that serves at once
 async def test_closing_many_live_keys_gives_every_tail_back(
     aioseq_endpoint: str, table_name: str

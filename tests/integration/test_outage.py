@@ -47,6 +47,7 @@ def failed_fast_after(puts: list[Put], secs: float) -> bool:
     return bool(late) and all(error is not None and took < 0.05 for _, took, error in late)
 
 
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")  # the client's behaviour; the server only answers
 async def test_the_allocator_serves_through_an_outage_and_puts_fail_fast(
     aioseq_store: DynamoStore, aioseq_endpoint: str

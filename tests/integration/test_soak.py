@@ -25,6 +25,7 @@ from verification.soak_report import VICTIM, Deadlines, Soak, transcript
 
 # The soak tool's end-to-end run, on the server it targets (make soak). On moto, a process
 # killed mid-run through faults is test_crash.py's, every fault kind test_faults.py's.
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")
 async def test_every_strategy_keeps_its_guarantees_in_a_short_soak(aioseq_endpoint: str) -> None:
     lines: list[str] = []
@@ -79,6 +80,7 @@ def assert_prints_again(
 # counter beside them, with faults, a killed process and cancelled callers as above; no
 # `delay` faults (a request held past the read timeout holds its writer for that long, which
 # the soak's default bound allows for; here the bound is the 2 s).
+@pytest.mark.slow
 @pytest.mark.only_on("dynamodb-local")
 async def test_under_deadlines_every_counter_keeps_moving(aioseq_endpoint: str) -> None:
     lines: list[str] = []
