@@ -53,12 +53,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", chosen, scope="session")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first (the order otherwise kept): with ``-n``, a worker that
-    picks a slow one last keeps the run waiting while the others idle."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(autouse=True)
 def _isolate_aws_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No test reads the developer's AWS profile, endpoint or credentials."""
