@@ -15,7 +15,9 @@ import aioboto3
 from aiobotocore.config import AioConfig
 from aiobotocore.hooks import AioHierarchicalEmitter
 from aiobotocore.session import AioSession
+from botocore import handlers
 from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
+from botocore.hooks import EventAliaser
 from botocore.loaders import Loader, create_loader
 
 from aioseq._checks import check_endpoint_url, check_region
@@ -54,13 +56,27 @@ def _new_session() -> aioboto3.Session:
     if _loader is None:
         _loader = create_loader()
     if _builtin_hooks is None:
-        _builtin_hooks = AioHierarchicalEmitter()
-        AioSession(event_hooks=_builtin_hooks)  # registers the built-in handlers there
+        _builtin_hooks = _with_builtin_handlers(AioHierarchicalEmitter())
     botocore_session = AioSession(
         event_hooks=copy.copy(_builtin_hooks), include_builtin_handlers=False
     )
     botocore_session.register_component("data_loader", _loader)
     return aioboto3.Session(botocore_session=botocore_session)
+
+
+def _with_builtin_handlers(hooks: AioHierarchicalEmitter) -> AioHierarchicalEmitter:
+    """``hooks`` with botocore's built-in handlers, registered as ``Session.__init__`` does
+    (``_register_builtin_handlers``), and nothing else: a session made with a copy runs the
+    initializers of ``botocore.register_initializer`` itself."""
+    events = EventAliaser(hooks)
+    for spec in handlers.BUILTIN_HANDLERS:
+        if len(spec) == 2:
+            events.register(spec[0], spec[1])
+        elif spec[2] is handlers.REGISTER_FIRST:
+            events.register_first(spec[0], spec[1])
+        elif spec[2] is handlers.REGISTER_LAST:
+            events.register_last(spec[0], spec[1])
+    return hooks
 
 
 def configured_endpoint(endpoint_url: str | None = None) -> str | None:
@@ -74,13 +90,11 @@ def configured_endpoint(endpoint_url: str | None = None) -> str | None:
     )
 
 
-def _plain_http(endpoint: str | None) -> bool:
-    """Whether requests go to ``endpoint`` in plain HTTP, with no proxy that could be TLS."""
-    return (
-        endpoint is not None
-        and endpoint.lower().startswith("http://")
-        and not urllib.request.getproxies()
-    )
+def _plain_http(endpoint_url: str | None) -> bool:
+    """Whether requests go to ``endpoint_url`` (given to the client itself) in plain HTTP,
+    with no proxy that could be TLS (``no_proxy`` is not one)."""
+    proxies = [scheme for scheme in urllib.request.getproxies() if scheme != "no"]
+    return endpoint_url is not None and endpoint_url.lower().startswith("http://") and not proxies
 
 
 def _no_such_profile(exc: ProfileNotFound) -> ConfigurationError:
@@ -116,7 +130,7 @@ async def open_client(
     client_args: dict[str, Any] = {}
     if endpoint_url:
         client_args["endpoint_url"] = endpoint_url
-    if _plain_http(endpoint):
+    if _plain_http(endpoint_url):  # (one from the environment botocore may ignore: not here)
         # No TLS to verify: spares loading the CA bundle (~40 ms per store) for DynamoDB Local.
         client_args["verify"] = False
     # botocore reads AWS_DEFAULT_REGION and the profile; AWS_REGION is what the newer

@@ -145,7 +145,10 @@ class EndpointHealth:
             await self.clock.sleep(PROBE_SECS)
 
     async def aclose(self) -> None:
-        """Stop probing (the store's close)."""
+        """Stop probing (the store's close); an observer counts the endpoint down no more."""
+        if not self._closed and self.down_since is not None and self.observer is not None:
+            down_secs = self.clock.now() - self.down_since
+            notify(self.observer.on_endpoint, EndpointEvent(self.name, True, down_secs))
         self._closed = True
         probing, self._probing = self._probing, None
         if probing is not None and not probing.done():

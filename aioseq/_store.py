@@ -100,7 +100,7 @@ class DynamoStore:
             time from and wait on (default: the running event loop's, `LoopClock`).
         runway_secs: the runway of every block allocator
             [`block_allocator()`][aioseq.DynamoStore.block_allocator] makes without one of its
-            own, in seconds (default ``None``: none).
+            own, in seconds (default ``None``, or ``0``: none).
 
     Raises:
         ConfigurationError: neither or both of ``client`` and ``transport``, an observer with
@@ -129,6 +129,8 @@ class DynamoStore:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
+        if runway_secs == 0 and not isinstance(runway_secs, bool):
+            runway_secs = None  # as for one allocator: none
         if runway_secs is not None:
             check_seconds(runway_secs, "runway_secs")
         #: The runway of the block allocators `block_allocator()` makes without one of their own.
@@ -225,7 +227,7 @@ class DynamoStore:
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
-        if runway_secs is not None:
+        if runway_secs is not None and runway_secs != 0:
             check_seconds(runway_secs, "runway_secs")
         check_seconds(connect_timeout_secs, "connect_timeout_secs")
         check_seconds(read_timeout_secs, "read_timeout_secs")

@@ -73,10 +73,10 @@ class BlockAllocator:
       network (Leaf's double buffer). The refill and the prefetch are the same single flight:
       at most one ``ADD`` in flight per allocator.
     - **Demand-sized blocks.** At each refill the block size becomes the numbers handed out
-      per second since the last refill times ``target_refill_interval_secs``, at most doubled
-      or halved per refill and kept within ``[min_block_size, max_block_size]``. Leaf doubles
-      or halves its step by how fast segments go; this moves to the measured need directly, with
-      the same damping.
+      per second since the last refill that succeeded (from its start) times
+      ``target_refill_interval_secs``, at most doubled or halved per refill and kept within
+      ``[min_block_size, max_block_size]``. Leaf doubles or halves its step by how fast segments
+      go; this moves to the measured need directly, with the same damping.
     - **Runway.** With ``runway_secs``, the allocator keeps at least ``runway_secs`` worth of
       numbers at its measured rate reserved ahead (in blocks of at most ``max_block_size``,
       refilled in the background), so that it keeps serving while DynamoDB is unreachable;
@@ -120,8 +120,9 @@ class BlockAllocator:
             keeps ``block_size`` fixed.
         prefetch_at: reserve the next block when fewer than this fraction of a block is left
             (0 <= prefetch_at < 1; 0 disables prefetch).
-        runway_secs: keep at least this many seconds of numbers, at the rate measured between
-            refills, reserved ahead (``None``, the default, or ``0``: the prefetch alone).
+        runway_secs: keep at least this many seconds of numbers, at the rate measured since the
+            last refill that succeeded, reserved ahead (``None``, the default, or ``0``: the
+            prefetch alone).
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
             ``0 <= offset <= max_value``).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
@@ -242,7 +243,7 @@ class BlockAllocator:
         self.target_refill_interval_secs = target_refill_interval_secs
         self.prefetch_at = float(prefetch_at)
         self.runway_secs = runway_secs
-        self._rate = 0.0  # numbers handed out per second, measured between refills
+        self._rate = 0.0  # numbers handed out per second since the last refill that succeeded
         # The refill in flight: when it started, numbers handed out then, callers waiting.
         self._refill_started, self._handed_out_at_refill_start, self._refill_waiters = 0.0, 0, 0
         # Logged once per shortage; a runway is not short before it first filled up.
@@ -406,10 +407,15 @@ class BlockAllocator:
         self._reserved += len(reserved)
         self._last_refill_at = self._refill_started
         self._handed_out_at_last_refill = self._handed_out_at_refill_start
-        self._add_block(reserved.start, reserved.stop)
-        if observer is not None:  # what the block leaves: runway and headroom
-            self._report_refill(observer, reserved)
+        try:
+            self._add_block(reserved.start, reserved.stop)
+        except NumberOutOfRange as exc:
+            if observer is not None:
+                self._report_refill(observer, range(0), type(exc).__name__)
+            raise
         self._serve(batch)
+        if observer is not None:  # what the block leaves once its waiters are served
+            self._report_refill(observer, reserved)
         if self._close_finished:  # aclose() was cancelled while this ADD was in flight
             self._abandon_blocks()
 

@@ -188,8 +188,9 @@ class EndpointEvent:
     [`EndpointDown`][aioseq.errors.EndpointDown]), or answers again.
 
     Attributes:
-        endpoint: the endpoint's URL (``"DynamoDB"`` for AWS's own).
-        up: ``False`` as it goes down, ``True`` as it answers again.
+        endpoint: the endpoint's URL (the client's, the Region's own for AWS).
+        up: ``False`` as it goes down; ``True`` as it answers again, or as its store closes
+            while it is down (it is no longer counted down).
         secs: going down, how long requests had gone unanswered; coming up, how long it
             was down, in seconds.
     """
@@ -258,8 +259,9 @@ class ObservedStatistics:
         lowest_runway_secs: the shortest runway a refill left, by counter key (keys whose
             allocator has measured a rate).
         lowest_headroom: the least headroom a refill left, by counter key (bounded counters).
-        endpoint_outages: times an endpoint went down; ``endpoint_down_secs`` the seconds
-            it was down, over the outages that ended; ``endpoints_down`` the endpoints down now.
+        endpoint_outages: times a store's endpoint went down; ``endpoint_down_secs`` the
+            seconds it was down, over the outages that ended; ``endpoints_down`` the endpoints
+            down now for at least one store.
     """
 
     requests: Mapping[str, int] = field(default_factory=dict)
@@ -301,7 +303,7 @@ class StatisticsObserver(Observer):
         self._lowest_headroom: dict[str, int] = {}
         self._outages = 0
         self._down_secs = 0.0
-        self._down: set[str] = set()
+        self._down: Counter[str] = Counter()  # stores whose endpoint is down, by URL
 
     def on_request(self, event: RequestEvent) -> None:
         self._requests[event.operation] += 1
@@ -340,10 +342,10 @@ class StatisticsObserver(Observer):
 
     def on_endpoint(self, event: EndpointEvent) -> None:
         if event.up:
-            self._down.discard(event.endpoint)
+            self._down[event.endpoint] -= 1
             self._down_secs += event.secs
         else:
-            self._down.add(event.endpoint)
+            self._down[event.endpoint] += 1
             self._outages += 1
 
     def statistics(self) -> ObservedStatistics:
@@ -365,7 +367,7 @@ class StatisticsObserver(Observer):
             lowest_headroom=dict(self._lowest_headroom),
             endpoint_outages=self._outages,
             endpoint_down_secs=self._down_secs,
-            endpoints_down=frozenset(self._down),
+            endpoints_down=frozenset(url for url, stores in self._down.items() if stores > 0),
         )
 
 
@@ -384,7 +386,8 @@ class OpenTelemetryObserver(Observer):
       counter leaves
     - ``aioseq.numbers.wasted`` counter [``reason``]
     - ``aioseq.evictions`` counter [``kind``]
-    - ``aioseq.endpoint.down`` up-down counter: endpoints down now [``endpoint``]
+    - ``aioseq.endpoint.down`` up-down counter: stores whose endpoint is down now
+      [``endpoint``]
     - ``aioseq.endpoint.outage.duration`` histogram, s: each outage, as it ends [``endpoint``]
 
     Parameters:

@@ -4,8 +4,10 @@ server: nothing is sent)."""
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
+import botocore
 import pytest
 from aiobotocore.session import AioSession
 
@@ -43,23 +45,37 @@ def test_each_session_has_botocore_s_handlers_in_a_copy_of_its_own() -> None:
     assert mark not in _handlers(_client._new_session()._session, event)
 
 
+def test_an_initializer_s_handler_is_registered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_client, "_builtin_hooks", None)  # the handlers copied are made anew
+
+    def mark(**_: object) -> None: ...
+
+    def initializer(session: Any) -> None:
+        session.register("before-parameter-build.dynamodb.PutItem", mark)
+
+    botocore.register_initializer(initializer)
+    try:
+        made = _client._new_session()._session
+    finally:
+        botocore.unregister_initializer(initializer)
+    assert _handlers(made, "before-parameter-build.dynamodb.PutItem").count(mark) == 1
+
+
 @pytest.mark.parametrize(
-    ("endpoint", "proxy", "plain"),
+    ("endpoint", "proxies", "plain"),
     [
-        ("http://localhost:8000", None, True),
-        ("HTTP://127.0.0.1:8000", None, True),
-        ("https://dynamodb.eu-west-1.amazonaws.com", None, False),
-        (None, None, False),  # AWS itself
-        ("http://localhost:8000", "https://proxy.example:3128", False),  # TLS to the proxy
+        ("http://localhost:8000", {}, True),
+        ("HTTP://127.0.0.1:8000", {}, True),
+        ("http://localhost:8000", {"no": "localhost,127.0.0.1"}, True),  # NO_PROXY alone
+        ("https://dynamodb.eu-west-1.amazonaws.com", {}, False),
+        (None, {}, False),  # AWS itself, or an endpoint from the environment botocore may ignore
+        ("http://localhost:8000", {"http": "https://proxy.example:3128"}, False),  # TLS to it
     ],
 )
 def test_only_a_plain_http_endpoint_with_no_proxy_skips_tls_verification(
-    monkeypatch: pytest.MonkeyPatch, endpoint: str | None, proxy: str | None, plain: bool
+    monkeypatch: pytest.MonkeyPatch, endpoint: str | None, proxies: dict[str, str], plain: bool
 ) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    if proxy is not None:
-        monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.setattr(urllib.request, "getproxies", lambda: proxies)
     assert _client._plain_http(endpoint) is plain
 
 

@@ -120,3 +120,19 @@ def test_its_observer_hears_it_go_down_and_come_up() -> None:
     seen = observer.statistics()
     assert (seen.endpoint_outages, seen.endpoints_down) == (1, frozenset())
     assert seen.endpoint_down_secs == pytest.approx(10.0)
+
+
+async def test_two_stores_down_on_one_endpoint_are_counted_apart() -> None:
+    clock = ManualClock()
+    observer = StatisticsObserver()
+    first, second = (EndpointHealth("http://db", 3.0, clock, observer) for _ in range(2))
+    for endpoint in (first, second):
+        endpoint.sending()
+    clock.advance(3.0)
+    assert first.is_down() and second.is_down()
+    first.answered()
+    assert observer.statistics().endpoints_down == {"http://db"}  # the second still is
+    await second.aclose()  # closed while down: no longer counted down
+    await second.aclose()
+    seen = observer.statistics()
+    assert (seen.endpoints_down, seen.endpoint_outages) == (frozenset(), 2)

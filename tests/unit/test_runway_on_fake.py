@@ -81,8 +81,8 @@ async def test_the_store_s_runway_is_every_allocator_s_unless_it_names_its_own(
         assert store.block_allocator("b", runway_secs=5.0).runway_secs == 5.0
         assert store.block_allocator("c", runway_secs=0).runway_secs is None  # none
         assert store.block_allocator("a") is store.block_allocator("a", runway_secs=30.0)
-    async with DynamoStore(transport=FakeDynamoDB(), clock=clock) as store:
-        assert store.block_allocator("a").runway_secs is None
+    async with DynamoStore(transport=FakeDynamoDB(), clock=clock, runway_secs=0) as store:
+        assert store.runway_secs is None and store.block_allocator("a").runway_secs is None
         assert store.block_allocator("a") is store.block_allocator("a", runway_secs=0)
 
 

@@ -27,6 +27,7 @@ from aioseq import (
     ConditionFailed,
     ConfigurationError,
     ConnectionFailed,
+    EndpointDown,
     EndpointUnreachable,
     ServiceUnavailable,
     StoreClosed,
@@ -38,7 +39,8 @@ from aioseq import (
 from aioseq._client import _new_session, open_client
 from aioseq._transport import BotocoreTransport
 from aioseq.errors import TransactionConflict, ValidationFailed
-from aioseq.observe import Observer, RequestEvent
+from aioseq.observe import Observer, RequestEvent, StatisticsObserver
+from aioseq.testing import ManualClock
 
 #: Nothing listens there: a request the hook does not answer fails to connect.
 NOWHERE = "http://127.0.0.1:1"
@@ -536,3 +538,29 @@ async def test_a_cancelled_caller_is_cancelled_not_closed() -> None:
     with pytest.raises(asyncio.CancelledError):
         await request
     assert transport.in_flight == 0
+
+
+async def test_the_observer_hears_the_endpoint_go_down() -> None:
+    observer = StatisticsObserver()
+    client, stack = await open_client(
+        session=None,
+        endpoint_url=NOWHERE,
+        region_name=None,
+        max_pool_connections=4,
+        connect_timeout_secs=1.0,
+        read_timeout_secs=1.0,
+    )
+    clock = ManualClock()
+    async with stack:
+        transport = BotocoreTransport(client, observer=observer, clock=clock, down_after_secs=1.0)
+        answers = Answers()
+        client.meta.events.register("before-send.dynamodb", answers)  # type: ignore[arg-type]
+        answers.planned.append(_refused())
+        with pytest.raises(EndpointUnreachable):
+            await transport.send("get_item", get())
+        clock.advance(1.5)
+        with pytest.raises(EndpointDown):  # refused at once, and the observer told
+            await transport.send("get_item", get())
+        seen = observer.statistics()
+        assert (seen.endpoint_outages, seen.endpoints_down) == (1, frozenset({NOWHERE}))
+        await transport.aclose(timeout_secs=1.0)
