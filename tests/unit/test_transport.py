@@ -105,10 +105,11 @@ class Heard(Observer):
 
 
 async def make(
-    *, observer: Observer | None = None, owned: bool = True
+    *, observer: Observer | None = None, owned: bool = True, **options: Any
 ) -> tuple[BotocoreTransport, Answers, AsyncExitStack]:
     """A transport on aioseq's own client (as ``DynamoStore.open`` makes it), answered by an
-    `Answers` hook registered after the transport's request counter."""
+    `Answers` hook registered after the transport's request counter; ``options`` are more of
+    `BotocoreTransport`'s."""
     client, stack = await open_client(
         session=None,
         endpoint_url=NOWHERE,
@@ -123,6 +124,7 @@ async def make(
         observer=observer,
         table_name=TABLE,
         validates=True,
+        **options,
     )
     answers = Answers()
     client.meta.events.register("before-send.dynamodb", answers)  # type: ignore[arg-type]
@@ -541,20 +543,9 @@ async def test_a_cancelled_caller_is_cancelled_not_closed() -> None:
 
 
 async def test_the_observer_hears_the_endpoint_go_down() -> None:
-    observer = StatisticsObserver()
-    client, stack = await open_client(
-        session=None,
-        endpoint_url=NOWHERE,
-        region_name=None,
-        max_pool_connections=4,
-        connect_timeout_secs=1.0,
-        read_timeout_secs=1.0,
-    )
-    clock = ManualClock()
+    observer, clock = StatisticsObserver(), ManualClock()
+    transport, answers, stack = await make(observer=observer, clock=clock, down_after_secs=1.0)
     async with stack:
-        transport = BotocoreTransport(client, observer=observer, clock=clock, down_after_secs=1.0)
-        answers = Answers()
-        client.meta.events.register("before-send.dynamodb", answers)  # type: ignore[arg-type]
         answers.planned.append(_refused())
         with pytest.raises(EndpointUnreachable):
             await transport.send("get_item", get())
@@ -563,4 +554,3 @@ async def test_the_observer_hears_the_endpoint_go_down() -> None:
             await transport.send("get_item", get())
         seen = observer.statistics()
         assert (seen.endpoint_outages, seen.endpoints_down) == (1, frozenset({NOWHERE}))
-        await transport.aclose(timeout_secs=1.0)
