@@ -94,6 +94,10 @@ log = logging.getLogger("aioseq")
 
 # --- requests ---------------------------------------------------------------------------------
 
+#: Items per ``Query`` page of an item collection (``Limit``): without it a page of keys alone
+#: is up to 1 MB, ~50,000 items, which the client holds in memory at once, parsed.
+QUERY_PAGE_ITEMS = 10_000
+
 #: The condition that the counter item's value is a Number from 0 up (a fraction passes: no
 #: expression tells whole numbers apart; it is refused when read), with its values. A counter
 #: item that fails it is left as it is, and the refusal's ``ALL_OLD`` tells what it holds.
@@ -512,6 +516,7 @@ async def _query(
         "ExpressionAttributeValues": {":partition": {"S": partition}},
         "ProjectionExpression": ", ".join(names),
         "ConsistentRead": True,
+        "Limit": QUERY_PAGE_ITEMS,
     }
     tally = ScanTally(1)
     while True:
@@ -547,9 +552,9 @@ async def audit_counter(
     item (the sort-key strategy) is checked for gaps up to its highest item.
 
     DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), then a strongly consistent,
-    paginated ``Query`` of the item collection projecting its keys (and ``number_attribute``):
-    1 RCU per 4 KB read. ``progress`` is called after each page with a
-    [`ScanProgress`][aioseq.admin.ScanProgress] (one segment).
+    paginated ``Query`` of the item collection projecting its keys (and ``number_attribute``),
+    ``QUERY_PAGE_ITEMS`` (10,000) items a page: 1 RCU per 4 KB read. ``progress`` is called
+    after each page with a [`ScanProgress`][aioseq.admin.ScanProgress] (one segment).
 
     Returns:
         a [`CounterAudit`][aioseq.admin.CounterAudit]; its ``fix`` is the ``aioseq start-after``

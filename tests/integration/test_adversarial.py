@@ -40,7 +40,7 @@ from aioseq import (
 from aioseq._strategy_table import STRATEGY_NAMES
 from aioseq._workload import make_taker, stored_numbers
 from aioseq.errors import ConnectionFailed
-from aioseq.observe import RefillEvent
+from aioseq.observe import RequestEvent
 
 T = TypeVar("T")
 
@@ -317,10 +317,12 @@ async def test_a_caller_cancelled_after_being_served_is_accounted_for(
     calls: list[asyncio.Future[int]] = []
 
     class CancelTheFirstCaller(StatisticsObserver):
-        def on_refill(self, event: RefillEvent) -> None:
-            # The refill's answer is in and its callers are about to be served: this cancel
-            # reaches the first caller after it was served and before it resumes.
-            asyncio.get_running_loop().call_soon(calls[0].cancel)
+        def on_request(self, event: RequestEvent) -> None:
+            super().on_request(event)
+            if event.operation == "UpdateItem" and calls:
+                # The refill's answer is in and its callers are about to be served: this
+                # cancel reaches the first caller after it was served and before it resumes.
+                asyncio.get_running_loop().call_soon(calls[0].cancel)
 
     observer = CancelTheFirstCaller()
     async with DynamoStore.open(

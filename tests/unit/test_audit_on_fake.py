@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from aioseq import DynamoStore, Numbering, admin
 from aioseq._admin_values import AuditTally
 from aioseq.admin import ScanProgress
@@ -88,12 +90,16 @@ def test_the_tally_follows_the_numbering() -> None:
     assert audit.highest_item == 17 and not audit.ok
 
 
-async def test_progress_is_reported_after_each_page(fake_store: DynamoStore) -> None:
+async def test_progress_is_reported_after_each_page(
+    fake_store: DynamoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admin, "QUERY_PAGE_ITEMS", 10)  # pages of 10 items
     await _numbered(fake_store, "inv", 40)
     seen: list[ScanProgress] = []
     audit = await admin.audit_counter(fake_store, "inv", progress=seen.append)
-    assert audit.ok and seen
+    assert audit.ok and len(seen) >= 5  # 41 items read, the counter item among them
     assert [p.pages for p in seen] == list(range(1, len(seen) + 1))
+    assert all(p.items <= 10 * p.pages for p in seen)
     last = seen[-1]
     assert (last.segments, last.segments_done) == (1, 1)
     assert last.items == audit.items + 1  # the counter item is read too, and left out
