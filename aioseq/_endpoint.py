@@ -93,8 +93,7 @@ class EndpointHealth:
             log.warning("%s answers again after %.1f s down", self.name, down_secs)
             self.down_since = None
             self.up_since = now
-            if self.observer is not None:
-                notify(self.observer.on_endpoint, EndpointEvent(self.name, True, down_secs))
+            self._tell(up=True, secs=down_secs)
 
     def is_down(self) -> bool:
         """Whether requests should fail at once: down, or unanswered for ``down_after_secs``
@@ -113,13 +112,16 @@ class EndpointHealth:
             self.name,
             now - since,
         )
-        if self.observer is not None:
-            notify(self.observer.on_endpoint, EndpointEvent(self.name, False, now - since))
+        self._tell(up=False, secs=now - since)
         if self.probe is not None and not self._closed:
             self._probing = asyncio.get_running_loop().create_task(
                 self._probe_until_up(), name=f"aioseq-probe {self.name}"
             )
         return True
+
+    def _tell(self, *, up: bool, secs: float) -> None:
+        if self.observer is not None:
+            notify(self.observer.on_endpoint, EndpointEvent(self.name, up, secs))
 
     def refused(self, operation: str) -> EndpointDown:
         """The error a request gets while the endpoint is down (nothing sent)."""
@@ -146,9 +148,8 @@ class EndpointHealth:
 
     async def aclose(self) -> None:
         """Stop probing (the store's close); an observer counts the endpoint down no more."""
-        if not self._closed and self.down_since is not None and self.observer is not None:
-            down_secs = self.clock.now() - self.down_since
-            notify(self.observer.on_endpoint, EndpointEvent(self.name, True, down_secs))
+        if not self._closed and self.down_since is not None:
+            self._tell(up=True, secs=self.clock.now() - self.down_since)
         self._closed = True
         probing, self._probing = self._probing, None
         if probing is not None and not probing.done():

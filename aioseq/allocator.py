@@ -160,7 +160,6 @@ class BlockAllocator:
         "_prefetch_k",
         "_rate",
         "_refill_started",
-        "_refill_waiters",
         "_refills",
         "_refills_waited",
         "_reserved",
@@ -244,8 +243,8 @@ class BlockAllocator:
         self.prefetch_at = float(prefetch_at)
         self.runway_secs = runway_secs
         self._rate = 0.0  # numbers handed out per second since the last refill that succeeded
-        # The refill in flight: when it started, numbers handed out then, callers waiting.
-        self._refill_started, self._handed_out_at_refill_start, self._refill_waiters = 0.0, 0, 0
+        # The refill in flight: when it started, and the numbers handed out then.
+        self._refill_started, self._handed_out_at_refill_start = 0.0, 0
         # Logged once per shortage; a runway is not short before it first filled up.
         self._warned_runway, self._warned_headroom = True, False
         self.stride = stride
@@ -399,10 +398,13 @@ class BlockAllocator:
             self._evicted = False
             self._counter.store.adopt(self)
         observer = self._counter.store.observer
-        if observer is None:
+        waiters = sum(1 for w in batch if w.waiting) if observer is not None else 0
+        try:
             reserved = await self._counter.next_many(size)
-        else:
-            reserved = await self._observed_refill(observer, size, batch)
+        except Exception as exc:
+            if observer is not None:
+                self._report_refill(observer, waiters, range(0), type(exc).__name__)
+            raise
         self._refills += 1
         self._reserved += len(reserved)
         self._last_refill_at = self._refill_started
@@ -411,11 +413,11 @@ class BlockAllocator:
             self._add_block(reserved.start, reserved.stop)
         except NumberOutOfRange as exc:
             if observer is not None:
-                self._report_refill(observer, range(0), type(exc).__name__)
+                self._report_refill(observer, waiters, range(0), type(exc).__name__)
             raise
         self._serve(batch)
         if observer is not None:  # what the block leaves once its waiters are served
-            self._report_refill(observer, reserved)
+            self._report_refill(observer, waiters, reserved)
         if self._close_finished:  # aclose() was cancelled while this ADD was in flight
             self._abandon_blocks()
 
@@ -439,26 +441,18 @@ class BlockAllocator:
             self._spare_count += hi - lo
         self._blocks_changed()
 
-    async def _observed_refill(
-        self, observer: Observer, size: int, batch: list[Waiter[int, range]]
-    ) -> range:
-        """The refill's ``ADD``, timed; a failure reported to the store's observer at once,
-        a success by `_report_refill()` once its block is added."""
-        self._refill_waiters = sum(1 for w in batch if w.waiting)
-        try:
-            return await self._counter.next_many(size)
-        except Exception as exc:
-            self._report_refill(observer, range(0), type(exc).__name__)
-            raise
-
-    def _report_refill(self, observer: Observer, reserved: range, error: str | None = None) -> None:
+    def _report_refill(
+        self, observer: Observer, waiters: int, reserved: range, error: str | None = None
+    ) -> None:
+        """Tell the store's observer of the refill that started at ``_refill_started``, with
+        the runway and headroom it leaves."""
         stats = self.statistics()
         event = RefillEvent(
             counter_key=self.key,
             numbers=len(reserved),
             block_size=self._block_size,
             latency_secs=self._clock.now() - self._refill_started,
-            waiters=self._refill_waiters,
+            waiters=waiters,
             error=error,
             runway_secs=stats.runway_secs,
             headroom=stats.headroom,

@@ -51,11 +51,14 @@ async def _write_items(store: DynamoStore, count: int) -> None:
         ]
         requests = [{"PutRequest": {"Item": key}} for key in keys]
         async with pending:
-            while requests:
+            for _ in range(10):  # unprocessed items (throttling) are sent again, a few times
                 answer = await store.send_with_retries(
                     "batch_write_item", RequestItems={table.name: requests}
                 )
                 requests = answer.get("UnprocessedItems", {}).get(table.name, [])
+                if not requests:
+                    return
+            raise RuntimeError(f"{len(requests)} items still unprocessed after 10 tries")
 
     await asyncio.gather(*(batch(start) for start in range(1, count + 1, 25)))
     await admin.set_counter(store, KEY, count)
