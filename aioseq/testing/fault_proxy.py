@@ -32,10 +32,12 @@ botocore parses them as it parses the real ones. Resets are TCP resets (``SO_LIN
 the client sees a lost connection, not an empty answer.
 
 With ``capacity=CapacityModel(...)`` ([`aioseq.testing.capacity`][aioseq.testing.capacity]) the
-proxy also acts like AWS under load: each item gets a write budget (a token bucket), a write over
-budget is answered as DynamoDB answers it (``ProvisionedThroughputExceededException``, or a
-``TransactionCanceledException`` with ``ThrottlingError`` reasons) without reaching the server, and
-every request gets a round trip. The schedule decides first (a request it fails never reaches the
+proxy also acts like AWS under load: each partition key value gets a write and a read budget
+(token buckets), a request over budget is answered as DynamoDB answers it
+(``ProvisionedThroughputExceededException``, or a ``TransactionCanceledException`` with
+``ThrottlingError`` reasons) without reaching the server, and every request gets a round trip. The
+proxy asks the server ``DescribeTable`` the first time a table is written or read, to learn its
+partition key. The schedule decides first (a request it fails never reaches the
 budget); a request that would reach the server is then admitted or throttled (after half its round
 trip and any ``delay``: when it "arrives"); the other half of the round trip comes before the
 answer. Throttles are counted apart from the schedule's faults, in
@@ -55,7 +57,7 @@ From a test:
         async with DynamoStore.open(endpoint_url=proxy.endpoint_url) as store: ...
         print(proxy.injected)          # Counter({'reset': 3, 'throttling': 2, ...})
 
-    with FaultProxy(server.endpoint_url, capacity=CapacityModel(item_wcu_per_sec=50)) as proxy:
+    with FaultProxy(server.endpoint_url, capacity=CapacityModel(partition_wcu_per_sec=50)) as proxy:
         ...
         print(proxy.throttled)         # Counter({'UpdateItem': 41})
 
@@ -65,7 +67,7 @@ capacity model runs):
 
     python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --seed 1 --rate 0.05
     python -m aioseq.testing.fault_proxy --target http://127.0.0.1:8000 --rate 0 \
-        --item-wcu-per-sec 150 --round-trip-ms 2-6
+        --partition-wcu-per-sec 150 --round-trip-ms 2-6
 
 Built on aiohttp (a dependency of aiobotocore): its server answers and resets, its client
 forwards over pooled connections.
@@ -90,11 +92,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from aioseq.errors import ConfigurationError
 from aioseq.testing._server import Server
-from aioseq.testing.capacity import CapacityLedger, CapacityModel, throttled_answer
+from aioseq.testing.capacity import (
+    Admission,
+    CapacityLedger,
+    CapacityModel,
+    tables_of,
+    throttled_answer,
+)
 from aioseq.testing.faults import APPLIED_KINDS as APPLIED_KINDS
 from aioseq.testing.faults import KINDS as KINDS
 from aioseq.testing.faults import NO_FAULTS, error_body
@@ -182,7 +191,7 @@ class FaultProxy(Server):
             [`set_schedule()`][aioseq.testing.FaultProxy.set_schedule] changes it while running.
         on_exchange: called with an [`Exchange`][aioseq.testing.fault_proxy.Exchange] after each
             request, in the proxy's thread; keep it quick.
-        capacity: an AWS-like write budget per item and round trip per request (see the
+        capacity: an AWS-like budget per partition and round trip per request (see the
             module doc and [`aioseq.testing.capacity`][aioseq.testing.capacity]); ``None``: neither.
         host: the address to listen on; keep the loopback default.
         port: the TCP port; 0 picks a free one.
@@ -209,6 +218,8 @@ class FaultProxy(Server):
         self._ledger: CapacityLedger | None = capacity.ledger(clock=clock) if capacity else None
         self._injected: Counter[str] = Counter()
         self._throttled: Counter[str] = Counter()
+        # Tables whose key the proxy asked the server for (in the proxy's loop).
+        self._described: dict[str, asyncio.Task[None]] = {}
         self._requests = 0
         self._lock = threading.Lock()
         self.set_schedule(schedule)
@@ -243,6 +254,12 @@ class FaultProxy(Server):
             return self._ledger.charged_wcu if self._ledger is not None else 0.0
 
     @property
+    def consumed_rcu(self) -> float:
+        """RCU the capacity model charged so far (reads it budgets), 0 without one."""
+        with self._lock:
+            return self._ledger.charged_rcu if self._ledger is not None else 0.0
+
+    @property
     def requests(self) -> int:
         """Requests received so far, faulted or not."""
         with self._lock:
@@ -269,9 +286,12 @@ class FaultProxy(Server):
         with self._lock:
             return self._ledger.round_trip_secs() / 2
 
-    def _admit(self, operation: str, request: web.BaseRequest, body: bytes) -> web.Response | None:
-        """``None`` when the capacity model lets the request through (charging it), else the
-        throttle DynamoDB would answer."""
+    async def _admit(
+        self, operation: str, request: web.BaseRequest, body: bytes, session: ClientSession
+    ) -> Admission | web.Response | None:
+        """The capacity model's decision: the admission when it lets the request through
+        (charging it), the throttle DynamoDB would answer when not, ``None`` without a model
+        or for a request it cannot parse."""
         if self._ledger is None:
             return None
         try:
@@ -280,11 +300,12 @@ class FaultProxy(Server):
             return None  # the server will refuse it
         if not isinstance(parsed, dict):
             return None
+        await self._describe_tables(operation, parsed, request, session)
         with self._lock:
             admission = self._ledger.admit(operation, parsed)
             if admission.admitted:
                 self._ledger.learn(operation, parsed)
-                return None
+                return admission
             self._throttled[operation] += 1
         scope = _REGION.search(request.headers.get("Authorization", ""))
         if scope is not None:
@@ -292,6 +313,44 @@ class FaultProxy(Server):
         else:
             status, error = throttled_answer(admission)
         return _json_response(status, error)
+
+    async def _describe_tables(
+        self,
+        operation: str,
+        parsed: Mapping[str, Any],
+        request: web.BaseRequest,
+        session: ClientSession,
+    ) -> None:
+        """Ask the server ``DescribeTable`` once for each table the request budgets whose
+        partition key the model does not know yet (a table created before the proxy ran);
+        requests to a table being described wait for the answer, so that all are charged to
+        the same partitions."""
+        assert self._ledger is not None
+        with self._lock:
+            unknown = [t for t in tables_of(operation, parsed) if not self._ledger.knows(t)]
+        if not unknown:
+            return
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in _HOP_BY_HOP and k.lower() != "x-amz-target"
+        }
+
+        async def describe(table: str) -> None:
+            body = json.dumps({"TableName": table}).encode()
+            with contextlib.suppress(aiohttp.ClientError):  # then each item is its own
+                async with session.post(  # local servers do not check signatures
+                    self.target_url + "/",
+                    data=body,
+                    headers={**headers, "X-Amz-Target": "DynamoDB_20120810.DescribeTable"},
+                ) as answer:
+                    payload = await answer.read()
+                self._learn("DescribeTable", body, payload)
+
+        for table in sorted(unknown):
+            if table not in self._described:
+                self._described[table] = asyncio.ensure_future(describe(table))
+            await asyncio.shield(self._described[table])
 
     def _learn(self, operation: str, body: bytes, payload: bytes) -> None:
         """Let the capacity model learn tables' key attributes from an answered request."""
@@ -304,6 +363,18 @@ class FaultProxy(Server):
         if isinstance(request, dict) and isinstance(answer, dict):
             with self._lock:
                 self._ledger.learn(operation, request, answer)
+
+    def _settle(self, admission: Admission | None, status: int, payload: bytes) -> None:
+        """Charge an admitted read the rest of its cost, from the size its answer shows."""
+        if self._ledger is None or admission is None or not admission.rcu or status != 200:
+            return
+        try:
+            answer = json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(answer, dict):
+            with self._lock:
+                self._ledger.settle(admission, answer)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -401,8 +472,9 @@ class FaultProxy(Server):
             return _json_response(status, error)
         if kind == "delay":
             await asyncio.sleep(delay_secs)
-        throttle = self._admit(operation, request, body)
-        if throttle is not None:
+        decision = await self._admit(operation, request, body, session)
+        if isinstance(decision, web.Response):
+            throttle = decision
             if kind is not None:  # an applied kind: its answer, the throttle, is lost
                 _reset(request)
                 self._report(Exchange(operation, kind, body, None, None, False, client))
@@ -421,6 +493,7 @@ class FaultProxy(Server):
                 k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP
             }
         self._learn(operation, body, payload)
+        self._settle(decision, status, payload)
         if kind is not None:  # applied, and the answer is lost
             _reset(request)
             self._report(Exchange(operation, kind, body, status, payload, False, client))
@@ -442,8 +515,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m aioseq.testing.fault_proxy --target URL [--seed S] [--rate R] ...``: serve
     until SIGTERM or SIGINT. The first line on stdout is the endpoint URL; the last, the
     injected faults by kind as JSON, with the capacity model's throttles (all operations)
-    under ``"capacity"`` when ``--item-wcu-per-sec``, ``--burst-secs`` or ``--round-trip-ms``
-    turns the model on."""
+    under ``"capacity"`` when any option of the capacity model turns it on
+    (``--partition-wcu-per-sec``, ``--partition-rcu-per-sec``, ``--item-wcu-per-sec``,
+    ``--burst-secs``, ``--round-trip-ms``)."""
     parser = argparse.ArgumentParser(
         prog="python -m aioseq.testing.fault_proxy",
         description="A fault-injecting proxy for DynamoDB on 127.0.0.1.",
@@ -469,21 +543,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--delay-secs", type=float, default=3.0, help="how long a delay fault holds (3)"
     )
     model = parser.add_argument_group(
-        "capacity model", "an AWS-like write budget per item and round trip per request"
+        "capacity model", "an AWS-like budget per partition and round trip per request"
     )
-    model.add_argument(
+    writes = model.add_mutually_exclusive_group()
+    writes.add_argument(
+        "--partition-wcu-per-sec",
+        type=float,
+        default=None,
+        metavar="WCU",
+        help="each partition key value's write budget, in WCU per second (AWS: 1000)",
+    )
+    writes.add_argument(
         "--item-wcu-per-sec",
         type=float,
         default=None,
         metavar="WCU",
-        help="each item's write budget, in WCU per second (AWS: 1000)",
+        help="instead, a write budget for each item, and reads unbudgeted (no AWS table does"
+        " this; to compare layouts)",
+    )
+    model.add_argument(
+        "--partition-rcu-per-sec",
+        type=float,
+        default=None,
+        metavar="RCU",
+        help="each partition key value's read budget, in RCU per second (AWS: 3000)",
     )
     model.add_argument(
         "--burst-secs",
         type=float,
         default=None,
         metavar="SECS",
-        help="seconds of budget an idle item's bucket holds (0.1)",
+        help="seconds of budget an idle partition's bucket holds (0.1)",
     )
     model.add_argument(
         "--round-trip-ms",
@@ -502,12 +592,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             delay_secs=args.delay_secs,
         )
         capacity = None
-        if (args.item_wcu_per_sec, args.burst_secs, args.round_trip_ms) != (None, None, None):
-            given = {
-                "item_wcu_per_sec": args.item_wcu_per_sec,
-                "burst_secs": args.burst_secs,
-                "round_trip_secs": args.round_trip_ms,
-            }
+        given = {
+            "partition_wcu_per_sec": args.partition_wcu_per_sec,
+            "partition_rcu_per_sec": args.partition_rcu_per_sec,
+            "burst_secs": args.burst_secs,
+            "round_trip_secs": args.round_trip_ms,
+        }
+        if args.item_wcu_per_sec is not None:
+            given.update(partition_wcu_per_sec=args.item_wcu_per_sec, partition_by="item")
+        if any(v is not None for v in given.values()):
             capacity = CapacityModel(
                 **{k: v for k, v in given.items() if v is not None}, seed=args.seed
             )

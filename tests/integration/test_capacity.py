@@ -62,13 +62,13 @@ def proxy_with(
 
 @pytest.fixture
 def hot_proxy(aioseq_endpoint: str) -> Iterator[FaultProxy]:
-    """50 WCU/s per item (5 WCU of burst), with a few milliseconds of round trip."""
-    model = CapacityModel(item_wcu_per_sec=50, round_trip_secs=(0.002, 0.006), seed=1)
+    """50 WCU/s per partition (5 WCU of burst), with a few milliseconds of round trip."""
+    model = CapacityModel(partition_wcu_per_sec=50, round_trip_secs=(0.002, 0.006), seed=1)
     with FaultProxy(aioseq_endpoint, capacity=model) as proxy:
         yield proxy
 
 
-async def test_a_hot_counter_is_held_to_the_item_budget_and_its_numbers_stay_exact(
+async def test_a_hot_counter_is_held_to_its_partitions_budget_and_its_numbers_stay_exact(
     aioseq_store: DynamoStore, hot_proxy: FaultProxy
 ) -> None:
     history = History()
@@ -98,7 +98,7 @@ async def test_a_hot_counter_is_held_to_the_item_budget_and_its_numbers_stay_exa
     assert throttles > 0 and counter.statistics().retries == {
         "ProvisionedThroughputExceededException": throttles
     }
-    budget = 50 * elapsed + 5  # the rate, plus the burst of a fresh item
+    budget = 50 * elapsed + 5  # the rate, plus the burst of a fresh partition
     assert 0.5 * 50 * run_secs <= len(numbers) <= budget
     assert hot_proxy.consumed_wcu == len(numbers)
 
@@ -107,7 +107,7 @@ async def test_a_transaction_over_budget_is_canceled_with_throttling_error_at_it
     aioseq_store: DynamoStore, aioseq_endpoint: str, exchanges: list[Exchange]
 ) -> None:
     table = aioseq_store.table.name
-    model = CapacityModel(item_wcu_per_sec=10, burst_secs=0.2)  # 2 WCU
+    model = CapacityModel(partition_wcu_per_sec=10, burst_secs=0.2)  # 2 WCU
     clock = Clock()
     with proxy_with(aioseq_endpoint, model, exchanges, clock=clock) as proxy:
         async with DynamoStore.open(
@@ -143,7 +143,7 @@ async def test_a_transaction_over_budget_is_canceled_with_throttling_error_at_it
 async def test_a_write_whose_condition_fails_still_consumes_capacity(
     aioseq_store: DynamoStore, aioseq_endpoint: str, exchanges: list[Exchange]
 ) -> None:
-    model = CapacityModel(item_wcu_per_sec=1, burst_secs=2)  # 2 WCU, 1 more per second
+    model = CapacityModel(partition_wcu_per_sec=1, burst_secs=2)  # 2 WCU, 1 more per second
     with proxy_with(aioseq_endpoint, model, exchanges) as proxy:
         async with DynamoStore.open(
             table=aioseq_store.table, endpoint_url=proxy.endpoint_url
@@ -167,7 +167,7 @@ async def test_a_write_whose_condition_fails_still_consumes_capacity(
 async def test_the_schedule_decides_first_and_a_lost_answer_over_budget_applies_nothing(
     aioseq_store: DynamoStore, aioseq_endpoint: str
 ) -> None:
-    model = CapacityModel(item_wcu_per_sec=1, burst_secs=1)  # 1 WCU, 1 more per second
+    model = CapacityModel(partition_wcu_per_sec=1, burst_secs=1)  # 1 WCU, 1 more per second
     with FaultProxy(
         aioseq_endpoint, FaultSchedule({"internal-error": 1.0}), capacity=model
     ) as proxy:
@@ -190,6 +190,86 @@ async def test_the_schedule_decides_first_and_a_lost_answer_over_budget_applies_
     assert proxy.injected == {"internal-error": 3, "response-lost": 2}
     assert proxy.throttled == {"UpdateItem": 1}  # the second: over budget, so not applied
     assert await aioseq_store.atomic_counter("c").current() == 1
+
+
+def conditional_put(table: str, pk: str, sk: int) -> dict[str, Any]:
+    return {
+        "TableName": table,
+        "Item": {**key(pk, sk), "order": {"S": f"order {sk}"}},
+        "ConditionExpression": "attribute_not_exists(pk)",
+    }
+
+
+async def test_items_that_share_a_partition_key_share_its_budget(
+    aioseq_store: DynamoStore, aioseq_endpoint: str
+) -> None:
+    # The table was created before the proxy ran: the proxy asks DescribeTable for its key.
+    table = aioseq_store.table.name
+    model = CapacityModel(partition_wcu_per_sec=200)  # 20 WCU of burst, and the clock stands
+    with proxy_with(aioseq_endpoint, model) as proxy:
+        async with DynamoStore.open(
+            table=aioseq_store.table,
+            endpoint_url=proxy.endpoint_url,
+            retry_policy=RetryPolicy(max_attempts=1),
+        ) as store:
+            beside: list[bool] = []
+            for n in range(1, 31):  # beside the counter item, each a new item of partition c
+                try:
+                    await store.send_once("put_item", **conditional_put(table, "c", n))
+                    beside.append(True)
+                except Throttled:
+                    beside.append(False)
+            assert beside == [True] * 20 + [False] * 10
+            for n in range(1, 31):  # the same puts, each in a partition of its own
+                await store.send_once("put_item", **conditional_put(table, f"c#{n}", n))
+    assert proxy.throttled == {"PutItem": 10} and proxy.consumed_wcu == 50
+
+
+async def test_per_item_the_same_puts_each_have_a_budget(
+    aioseq_store: DynamoStore, aioseq_endpoint: str
+) -> None:
+    table = aioseq_store.table.name
+    model = CapacityModel(partition_wcu_per_sec=200, partition_by="item")
+    with proxy_with(aioseq_endpoint, model) as proxy:
+        async with DynamoStore.open(
+            table=aioseq_store.table, endpoint_url=proxy.endpoint_url
+        ) as store:
+            for n in range(1, 31):
+                await store.send_once("put_item", **conditional_put(table, "c", n))
+    assert not proxy.throttled and proxy.consumed_wcu == 30
+
+
+async def test_a_query_is_charged_to_its_partition_for_the_items_it_returns(
+    aioseq_store: DynamoStore, aioseq_endpoint: str
+) -> None:
+    table = aioseq_store.table.name
+    big = "x" * 5000  # two read units each, strongly consistent
+    for n in range(1, 4):
+        item = {**key("c", n), "p": {"S": big}}
+        await aioseq_store.send_once("put_item", TableName=table, Item=item)
+    model = CapacityModel(partition_rcu_per_sec=50, burst_secs=0.1)  # 5 RCU, the clock stands
+    with proxy_with(aioseq_endpoint, model) as proxy:
+        async with DynamoStore.open(
+            table=aioseq_store.table,
+            endpoint_url=proxy.endpoint_url,
+            retry_policy=RetryPolicy(max_attempts=1),
+        ) as store:
+            request = {
+                "TableName": table,
+                "KeyConditionExpression": "pk = :c",
+                "ExpressionAttributeValues": {":c": {"S": "c"}},
+                "ConsistentRead": True,
+            }
+            answer = await store.send_once("query", **request)
+            assert answer["Count"] == 3
+            assert proxy.consumed_rcu == 4.0  # ~15 KB: ceil(15 / 4) RCU
+            await store.send_once("query", **request)  # 1 RCU left: enough to start one
+            assert proxy.consumed_rcu == 8.0  # and 3 RCU of debt now
+            with pytest.raises(Throttled) as throttled:
+                await store.send_once("get_item", TableName=table, Key=key("c", 1))
+            await store.send_once("get_item", TableName=table, Key=key("other"))
+    assert throttled.value.code == "ProvisionedThroughputExceededException"
+    assert proxy.throttled == {"GetItem": 1}
 
 
 async def _exists(store: DynamoStore, key: str) -> bool:
@@ -225,7 +305,7 @@ async def test_the_capacity_model_runs_from_the_command_line(
 ) -> None:
     command = [sys.executable, "-m", "aioseq.testing.fault_proxy", "--target", aioseq_endpoint]
     proxy = await asyncio.create_subprocess_exec(
-        *command, "--rate", "0", "--item-wcu-per-sec", "1", "--burst-secs", "2",
+        *command, "--rate", "0", "--partition-wcu-per-sec", "1", "--burst-secs", "2",
         "--round-trip-ms", "1-3", stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proxy.stdout is not None
@@ -246,7 +326,9 @@ async def test_the_capacity_model_runs_from_the_command_line(
 @pytest.mark.parametrize(
     "option",
     [
+        ["--partition-wcu-per-sec", "0"],
         ["--item-wcu-per-sec", "0"],
+        ["--partition-rcu-per-sec", "-3"],
         ["--burst-secs", "-1"],
         ["--round-trip-ms", "6-2"],
         ["--round-trip-ms", "fast"],
@@ -260,4 +342,17 @@ def test_bad_command_line_models_are_refused(
     assert exited.value.code == 2
     error = capsys.readouterr().err.splitlines()[-1]
     assert error.startswith("python -m aioseq.testing.fault_proxy: error:")
-    assert option[0].strip("-").replace("-", "_").removesuffix("_ms") in error.replace("-", "_")
+    named = option[0].strip("-").replace("-", "_").removesuffix("_ms")
+    if named == "item_wcu_per_sec":  # the per-item mode: a partition of its own for each item
+        named = "partition_wcu_per_sec"
+    assert named in error.replace("-", "_")
+
+
+def test_one_write_budget_is_chosen_on_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--target", "http://127.0.0.1:9"] + ["--partition-wcu-per-sec", "5"] * 1
+             + ["--item-wcu-per-sec", "5"])  # fmt: skip
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

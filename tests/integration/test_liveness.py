@@ -249,7 +249,12 @@ async def test_a_far_writer_beside_near_ones_commits(
     key = _key("far")
     secs = 8.0
     load = Load(key, "transactional", True, 4, secs, None)
-    model = CapacityModel(item_wcu_per_sec=1e9, burst_secs=1.0, round_trip_secs=(1.2, 1.2))
+    model = CapacityModel(
+        partition_wcu_per_sec=1e9,
+        partition_rcu_per_sec=1e9,
+        burst_secs=1.0,
+        round_trip_secs=(1.2, 1.2),
+    )
     with FaultProxy(aioseq_endpoint, capacity=model) as proxy:
         found = await run_writers(
             aioseq_endpoint,
