@@ -29,6 +29,7 @@ from examples.orders import (
     http_error,
     open_store,
     place_order,
+    recent_orders,
 )
 
 STORE = web.AppKey("store", DynamoStore)
@@ -66,10 +67,23 @@ async def create_order(request: web.Request) -> web.Response:
     return web.json_response(order.model_dump(mode="json"), status=201)
 
 
+async def list_orders(request: web.Request) -> web.Response:
+    """``GET /tenants/{tenant}/orders?limit=20``: the tenant's newest orders, newest first."""
+    try:
+        limit = int(request.query.get("limit", "20"))
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 100:
+        return web.json_response({"detail": "limit must be a whole number, 1 to 100"}, status=422)
+    orders = await recent_orders(request.app[STORE], request.match_info["tenant"], limit)
+    return web.json_response([order.model_dump(mode="json") for order in orders])
+
+
 def make_app() -> web.Application:
     app = web.Application(middlewares=[aioseq_errors])
     app.cleanup_ctx.append(store_context)
     app.router.add_post(f"/tenants/{{tenant:{TENANT}}}/orders", create_order)
+    app.router.add_get(f"/tenants/{{tenant:{TENANT}}}/orders", list_orders)
     return app
 
 

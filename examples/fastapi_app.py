@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, TypedDict
 
-from fastapi import Depends, FastAPI, Path, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from aioseq import AioseqError, DynamoStore
@@ -33,6 +33,7 @@ from examples.orders import (
     http_error,
     open_store,
     place_order,
+    recent_orders,
 )
 
 
@@ -72,3 +73,13 @@ async def create_order(
     # The same object for every request of this tenant: one group commit per tenant.
     orders = store.transactional_counter(f"orders-{tenant}", max_value=ORDER_ID.max_number)
     return await place_order(orders, tenant, new)
+
+
+@app.get("/tenants/{tenant}/orders")
+async def list_orders(
+    tenant: Annotated[str, Path(pattern=f"^{TENANT}$")],
+    store: Annotated[DynamoStore, Depends(dynamo_store)],
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> list[Order]:
+    """The tenant's newest orders, newest first (one query per shard of its orders)."""
+    return await recent_orders(store, tenant, limit)

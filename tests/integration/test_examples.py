@@ -34,7 +34,14 @@ from aioseq import (
     ValidationFailed,
 )
 from aioseq.errors import AioseqError
-from examples.orders import ORDER_ID, ORDERS_TABLE, Settings, http_error
+from examples.orders import (
+    ORDER_ID,
+    ORDER_SHARDS,
+    ORDERS_TABLE,
+    Settings,
+    http_error,
+    order_items,
+)
 
 ORDER_ID_PATTERN = re.compile(r"ORD-\d{10}")
 ORDERS = "/tenants/acme/orders"
@@ -54,24 +61,32 @@ async def orders_table(aioseq_endpoint: str, monkeypatch: pytest.MonkeyPatch) ->
             await store.delete_table()
 
 
-async def stored_orders(endpoint: str, table: str, tenant: str = "acme") -> dict[int, str]:
-    """The tenant's order items in the table: number -> order id."""
+async def stored_items(endpoint: str, table: str) -> list[dict[str, Any]]:
+    """Every item of the table (a Scan), as AttributeValues."""
     async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
-        orders: dict[int, str] = {}
-        params = {
-            "TableName": table,
-            "KeyConditionExpression": "pk = :orders AND sk > :counter",
-            "ExpressionAttributeValues": {
-                ":orders": {"S": f"orders-{tenant}"},
-                ":counter": {"N": "0"},
-            },
-        }
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"TableName": table}
         while True:
-            page = await store.send_once("query", **params)
-            orders.update({int(i["sk"]["N"]): i["order_id"]["S"] for i in page["Items"]})
+            page = await store.send_once("scan", **params)
+            items += page["Items"]
             if "LastEvaluatedKey" not in page:
-                return orders
+                return items
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+async def stored_orders(endpoint: str, table: str, tenant: str = "acme") -> dict[int, str]:
+    """The tenant's order items in the table, wherever they are: number -> order id; checks
+    that each is in the partition its number gives it, and none beside its counter item."""
+    orders: dict[int, str] = {}
+    for item in await stored_items(endpoint, table):
+        pk = item["pk"]["S"]
+        if pk == f"orders-{tenant}":
+            assert "value" in item, item  # only the counter item is in the counter's partition
+        elif pk.startswith(f"orders-{tenant}#"):
+            n = int(item["sk"]["N"])
+            assert pk == order_items(tenant).partition(n)
+            orders[n] = item["order_id"]["S"]
+    return orders
 
 
 def check_orders(bodies: list[dict[str, object]], stored: dict[int, str], count: int) -> None:
@@ -107,6 +122,17 @@ async def test_fastapi_500_concurrent_orders_get_distinct_numbers(
     bodies = [r.json() for r in responses]
     assert {(b["customer"], b["total"]) for b in bodies} == {(f"c{i}", "12.50") for i in range(500)}
     check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), 500)
+    # Spread over 32 partition keys, none of them the counter item's (checked above).
+    partitions = {i["pk"]["S"] for i in await stored_items(aioseq_endpoint, orders_table)}
+    assert partitions == {"orders-acme", *order_items("acme").partitions()}
+    assert ORDER_SHARDS >= 30
+    newest = await fastapi_client.get(ORDERS, params={"limit": 5})
+    assert newest.status_code == 200
+    assert [o["number"] for o in newest.json()] == [500, 499, 498, 497, 496]
+    assert newest.json()[0]["order_id"] == ORDER_ID.format(500)
+    by_number = {b["number"]: b for b in bodies}
+    assert newest.json()[0] == by_number[500]
+    assert (await fastapi_client.get(ORDERS, params={"limit": 0})).status_code == 422
 
 
 async def test_fastapi_bad_input_is_422_and_takes_no_number(
@@ -131,7 +157,7 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
     # An order item that is already there (imported by hand, say): 409, and the counter
     # does not move, so the next order still gets number 1... once the item is gone.
     async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
-        order_1 = {"pk": {"S": "orders-acme"}, "sk": {"N": "1"}}
+        order_1 = {"pk": {"S": "orders-acme#1"}, "sk": {"N": "1"}}
         await store.send_once("put_item", TableName=orders_table, Item=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert response.status_code == 409
@@ -203,6 +229,10 @@ async def test_aiohttp_concurrent_orders_get_distinct_numbers(
         assert (await bad.json())["detail"][0]["loc"] == ["total"]
         unknown = await client.post("/tenants/Acme/orders", json={"customer": "a", "total": "1"})
         assert unknown.status == 404  # the route's pattern: no counter key made of it
+        newest = await client.get(ORDERS, params={"limit": "3"})
+        assert [o["number"] for o in await newest.json()] == [count, count - 1, count - 2]
+        assert (await client.get(ORDERS, params={"limit": "many"})).status == 422
+        assert len(await (await client.get("/tenants/nobody/orders")).json()) == 0
     check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), count)
 
 
