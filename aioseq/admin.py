@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,7 @@ from aioseq.errors import (
     CounterNotFound,
     CounterWouldMoveBack,
 )
+from aioseq.layout import ShardedItems
 from aioseq.numbering import Numbering, recorded_text
 
 if TYPE_CHECKING:
@@ -485,22 +486,32 @@ async def _scan(
     return tally
 
 
+def _collections(key: str, partition: str | None, shards: int | None) -> list[str]:
+    """The partition key values that hold a counter's items: ``partition`` (default: ``key``),
+    or with ``shards``, those of ``ShardedItems(partition or key, shards)``."""
+    if shards is None:
+        return [check_key(partition or key, "partition")]
+    return ShardedItems(partition or key, shards).partitions()
+
+
 async def _query(
     store: DynamoStore,
     *,
     table: str,
-    partition: str,
+    partitions: Sequence[str],
     attribute: str,
     extra: tuple[str, ...] = (),
     found: Callable[[dict[str, Any]], None] | None = None,
     progress: Progress | None = None,
 ) -> ScanTally:
-    """The items of one item collection of ``table`` (partition key value ``partition``): a
-    strongly consistent, paginated ``Query`` projecting ``attribute`` (and ``extra``), tallied
-    as `_scan()` tallies (one segment); ``found`` sees each item, ``progress`` each page."""
+    """The items of item collections of ``table`` (partition key values ``partitions``), one
+    after the other: a strongly consistent, paginated ``Query`` of each, projecting
+    ``attribute`` (and ``extra``), tallied as `_scan()` tallies (a segment per partition);
+    ``found`` sees each item, ``progress`` each page."""
     check_table_name(table)
     check_attribute_name(attribute)
-    check_key(partition, "partition")
+    for partition in partitions:
+        check_key(partition, "partition")
     if table == store.table.name:
         partition_key = store.table.partition_key
     else:
@@ -509,29 +520,31 @@ async def _query(
         partition_key = next(k["AttributeName"] for k in schema if k["KeyType"] == "HASH")
     projected = dict.fromkeys((partition_key, attribute, *extra))  # each once: DynamoDB
     names = {f"#a{i}": name for i, name in enumerate(projected)}  # refuses overlapping paths
-    params: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#a0 = :partition",
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": {":partition": {"S": partition}},
-        "ProjectionExpression": ", ".join(names),
-        "ConsistentRead": True,
-        "Limit": QUERY_PAGE_ITEMS,
-    }
-    tally = ScanTally(1)
-    while True:
-        page = await store.send_with_retries("query", **params)
-        items = page.get("Items", [])
-        if found is not None:
-            for item in items:
-                found(item)
-        last = page.get("LastEvaluatedKey")
-        seen = tally.add_page(items, attribute, last=last is None)
-        if progress is not None:
-            progress(seen)
-        if last is None:
-            return tally
-        params["ExclusiveStartKey"] = last
+    tally = ScanTally(len(partitions))
+    for partition in partitions:
+        params: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": "#a0 = :partition",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":partition": {"S": partition}},
+            "ProjectionExpression": ", ".join(names),
+            "ConsistentRead": True,
+            "Limit": QUERY_PAGE_ITEMS,
+        }
+        while True:
+            page = await store.send_with_retries("query", **params)
+            items = page.get("Items", [])
+            if found is not None:
+                for item in items:
+                    found(item)
+            last = page.get("LastEvaluatedKey")
+            seen = tally.add_page(items, attribute, last=last is None)
+            if progress is not None:
+                progress(seen)
+            if last is None:
+                break
+            params["ExclusiveStartKey"] = last
+    return tally
 
 
 async def audit_counter(
@@ -539,6 +552,7 @@ async def audit_counter(
     key: str,
     *,
     partition: str | None = None,
+    shards: int | None = None,
     number_attribute: str | None = None,
     progress: Progress | None = None,
 ) -> CounterAudit:
@@ -547,26 +561,30 @@ async def audit_counter(
     (the state after the counter alone was restored, or items were copied in).
 
     The items are those of the item collection ``partition`` (default: ``key``, the counter
-    item's own, as the docs lay items out), with the number as the sort key, or in
-    ``number_attribute``. The counter item itself is not one of them. A counter with no counter
-    item (the sort-key strategy) is checked for gaps up to its highest item.
+    item's own), or with ``shards``, those spread by
+    [`ShardedItems(partition or key, shards)`][aioseq.layout.ShardedItems], with the number as
+    the sort key, or in ``number_attribute``. The counter item itself is not one of them. A
+    counter with no counter item (the sort-key strategy) is checked for gaps up to its highest
+    item.
 
     DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), then a strongly consistent,
-    paginated ``Query`` of the item collection projecting its keys (and ``number_attribute``),
-    ``QUERY_PAGE_ITEMS`` (10,000) items a page: 1 RCU per 4 KB read. ``progress`` is called
-    after each page with a [`ScanProgress`][aioseq.admin.ScanProgress] (one segment).
+    paginated ``Query`` of each item collection projecting its keys (and
+    ``number_attribute``), ``QUERY_PAGE_ITEMS`` (10,000) items a page: 1 RCU per 4 KB read.
+    ``progress`` is called after each page with a [`ScanProgress`][aioseq.admin.ScanProgress]
+    (a segment per collection).
 
     Returns:
         a [`CounterAudit`][aioseq.admin.CounterAudit]; its ``fix`` is the ``aioseq start-after``
         command that moves the counter past its items when some stand above it.
 
     Raises:
-        ConfigurationError: a bad key, partition or attribute name; a table with no sort key
-            and no ``number_attribute``.
+        ConfigurationError: a bad key, partition, shard count or attribute name; a table with
+            no sort key and no ``number_attribute``.
         CounterValueInvalid: the counter item's value is not a whole number.
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
+    collections = _collections(key, partition, shards)
     spec = store.table
     if number_attribute is None and spec.sort_key is None:
         raise ConfigurationError(
@@ -582,7 +600,6 @@ async def audit_counter(
     highest = None if info is None else (numbering.number(info.value) if info.value else 0)
     tally = AuditTally(numbering, highest)
     counter_key = store.counter_item_key(key)
-    collection = partition or key
 
     def found(item: dict[str, Any]) -> None:
         if all(item.get(name) == value for name, value in counter_key.items()):
@@ -595,7 +612,7 @@ async def audit_counter(
     await _query(
         store,
         table=spec.name,
-        partition=collection,
+        partitions=collections,
         attribute=attribute,
         extra=extra,
         found=found,
@@ -605,7 +622,8 @@ async def audit_counter(
     if audit.above:
         command = (
             f"aioseq --table {spec.name} start-after {key} --table {spec.name}"
-            f" --attribute {attribute} --partition {collection}"
+            f" --attribute {attribute} --partition {partition or key}"
+            + (f" --shards {shards}" if shards is not None else "")
         )
         audit = replace(audit, fix=command)
     return audit
@@ -620,6 +638,7 @@ async def start_after_maximum(
     segments: int = 4,
     progress: Progress | None = None,
     partition: str | None = None,
+    shards: int | None = None,
 ) -> int:
     """Move counter ``key`` past the highest number already in ``table``'s ``attribute`` (the
     ids an application wrote before it used aioseq), so that every number handed out next is
@@ -642,6 +661,9 @@ async def start_after_maximum(
         partition: only the items of this partition key value count: a ``Query`` of that item
             collection (strongly consistent, paginated, projecting ``attribute``) in place of
             the Scan, after one ``DescribeTable`` for ``table``'s partition key name.
+        shards: with ``partition`` (the prefix), the items spread by
+            [`ShardedItems(partition, shards)`][aioseq.layout.ShardedItems]: a ``Query`` of each
+            shard.
 
     Returns:
         the counter's value afterwards.
@@ -654,13 +676,19 @@ async def start_after_maximum(
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
+    if shards is not None and partition is None:
+        raise ConfigurationError("shards needs partition: the prefix of the shards' keys")
     if partition is None:
         tally = await _scan(
             store, table=table, attribute=attribute, segments=segments, progress=progress
         )
     else:
         tally = await _query(
-            store, table=table, partition=partition, attribute=attribute, progress=progress
+            store,
+            table=table,
+            partitions=_collections(key, partition, shards),
+            attribute=attribute,
+            progress=progress,
         )
     if tally.items and not tally.numbers:
         raise ConfigurationError(

@@ -227,6 +227,13 @@ def _add_operations(
         metavar="P",
         help="only the items of this partition key value (a Query in place of the Scan)",
     )
+    start.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="the items are spread over N shards, P#0 .. P#N-1 (with --partition P: a Query"
+        " of each)",
+    )
 
     audit = commands.add_parser(
         "audit",
@@ -239,6 +246,13 @@ def _add_operations(
         "--partition",
         metavar="P",
         help="where the items are: this partition key value (default: each counter's key)",
+    )
+    audit.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="the items are spread over N shards: partition key values P#0 .. P#N-1, P the"
+        " --partition or the counter's key (aioseq.layout.ShardedItems)",
     )
     audit.add_argument(
         "--number-attribute",
@@ -485,6 +499,7 @@ async def _start_after(args: argparse.Namespace) -> int:
             attribute=args.attribute,
             segments=args.segments,
             partition=args.partition,
+            shards=args.shards,
             progress=show,
         )
     show.done(keep=True)
@@ -508,6 +523,7 @@ async def _audit(args: argparse.Namespace) -> int:
                     store,
                     key,
                     partition=args.partition,
+                    shards=args.shards,
                     number_attribute=args.number_attribute,
                     progress=show,
                 )

@@ -12,6 +12,7 @@ import pytest
 from checks import cli_table, run_cli
 
 from aioseq import DynamoStore, TableSpec, iam
+from aioseq.layout import ShardedItems
 
 
 @pytest.fixture
@@ -261,3 +262,24 @@ def test_audit_passes_then_finds_a_counter_below_its_items(run: Any, aioseq_endp
     fixed = run(*fix.split()[1:])  # the printed command, as an operator pastes it
     assert fixed[:2] == (0, "150\n"), fixed
     assert run("audit", "inv")[0] == 0
+
+
+def test_audit_reads_items_spread_over_shards(run: Any, aioseq_endpoint: str) -> None:
+    async def numbered() -> None:
+        table = TableSpec(name=run.table)
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            invoices = store.transactional_counter("inv")
+            spread = ShardedItems("inv-items", shards=8)
+            await asyncio.gather(*(invoices.put(spread.key) for _ in range(60)))
+
+    asyncio.run(numbered())
+    assert run("audit", "inv", "--partition", "inv-items")[0] == 1  # one shard's key: nothing
+    code, out, err = run("audit", "inv", "--partition", "inv-items", "--shards", "8")
+    assert (code, out) == (0, "inv: 60 items, numbers up to 60: ok\n"), err
+    assert run("set", "inv", "50", "--allow-backward")[0] == 0
+    code, out, _ = run("audit", "inv", "--partition", "inv-items", "--shards", "8")
+    fix = out.rpartition("fix: ")[2].strip()
+    assert code == 1 and fix.endswith("--partition inv-items --shards 8")
+    assert run(*fix.split()[1:])[:2] == (0, "60\n")
+    code, _, err = run("audit", "inv", "--shards", "0")
+    assert code == 1 and "shards must be an int from 1 to 1000" in err

@@ -7,9 +7,10 @@ import asyncio
 
 import pytest
 
-from aioseq import DynamoStore, Numbering, admin
+from aioseq import ConfigurationError, DynamoStore, Numbering, admin
 from aioseq._admin_values import AuditTally
 from aioseq.admin import ScanProgress
+from aioseq.layout import ShardedItems
 
 
 async def _numbered(store: DynamoStore, key: str, count: int) -> None:
@@ -104,3 +105,36 @@ async def test_progress_is_reported_after_each_page(
     assert (last.segments, last.segments_done) == (1, 1)
     assert last.items == audit.items + 1  # the counter item is read too, and left out
     assert last.maximum == 40
+
+
+async def test_items_spread_over_shards_are_audited_shard_by_shard(
+    fake_store: DynamoStore,
+) -> None:
+    orders = ShardedItems("inv", shards=4)
+    invoices = fake_store.transactional_counter("inv")
+    await asyncio.gather(*(invoices.put(lambda n: orders.key(n)) for _ in range(40)))
+    seen: list[ScanProgress] = []
+    audit = await admin.audit_counter(fake_store, "inv", shards=4, progress=seen.append)
+    assert audit.ok and audit.items == 40
+    assert (seen[-1].segments_done, seen[-1].segments) == (4, 4)  # a segment per shard
+    alone = await admin.audit_counter(fake_store, "inv")  # not where the items are
+    assert not alone.ok and alone.items == 0
+    await fake_store.send_once(
+        "delete_item",
+        TableName=fake_store.table.name,
+        Key={"pk": {"S": orders.partition(7)}, "sk": {"N": "7"}},
+    )
+    await admin.set_counter(fake_store, "inv", 30, allow_backward=True)
+    audit = await admin.audit_counter(fake_store, "inv", shards=4)
+    assert audit.missing == (range(7, 8),) and audit.above == 10
+    assert audit.fix is not None and audit.fix.endswith("--partition inv --shards 4")
+    value = await admin.start_after_maximum(
+        fake_store, "inv", table=fake_store.table.name, attribute="sk", partition="inv", shards=4
+    )
+    assert value == 40
+    with pytest.raises(ConfigurationError, match="shards needs partition"):
+        await admin.start_after_maximum(
+            fake_store, "inv", table=fake_store.table.name, attribute="sk", shards=4
+        )
+    with pytest.raises(ConfigurationError, match="shards"):
+        await admin.audit_counter(fake_store, "inv", shards=0)
