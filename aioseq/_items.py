@@ -87,6 +87,13 @@ def _value_size(value: AttributeValue) -> int:
     return 1  # BOOL, NULL
 
 
+def write_units(size_bytes: int, *, transactional: bool = False) -> int:
+    """WCU of a write of an item of ``size_bytes``: ``ceil(size / 1 KB)``, at least 1; twice
+    that in a transaction ("Managing throughput for transactions")."""
+    units = max(1, -(-size_bytes // 1024))
+    return 2 * units if transactional else units
+
+
 def check_item_size(item: Mapping[str, AttributeValue]) -> None:
     """Raise [`ConfigurationError`][aioseq.errors.ConfigurationError] if ``item`` would not fit
     DynamoDB's 400 KB item limit (by `item_size()`). The message gives sizes only, never the

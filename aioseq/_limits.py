@@ -21,6 +21,13 @@ MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 
 
+#: What one partition takes on AWS, per second: write and read capacity units ("Best practices
+#: for designing and using partition keys effectively"). All items with one partition key value
+#: are in one partition.
+PARTITION_WCU_PER_SEC = 1000
+PARTITION_RCU_PER_SEC = 3000
+
+
 #: DynamoDB's largest item (names and values), in bytes.
 MAX_ITEM_BYTES = 400 * 1024
 

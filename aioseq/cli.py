@@ -191,7 +191,10 @@ def _add_operations(
     lister.add_argument("--json", action="store_true", help="one JSON object per line")
 
     describe = commands.add_parser(
-        "describe", parents=[common], help="one counter, as in list, and its headroom"
+        "describe",
+        parents=[common],
+        help="one counter, as in list, its headroom, and its partition's ceiling on AWS when items"
+        " share it",
     )
     describe.add_argument("key", metavar="KEY", help="the counter key")
     describe.add_argument("--json", action="store_true", help="a JSON object")
@@ -420,11 +423,19 @@ async def _list(args: argparse.Namespace) -> int:
 async def _describe(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
         info = await admin.describe_counter(store, args.key)
+        ceiling = await admin.partition_ceiling(store, args.key)
     if args.json:
-        print(json.dumps(counter_record(info)))
+        print(json.dumps({**counter_record(info), "partition_ceiling": ceiling}))
     else:
         headroom = "-" if info.headroom is None else info.headroom
-        print(f"{counter_line(info)}\t{headroom}")
+        shared = "-" if ceiling is None else f"{ceiling:.0f}"
+        print(f"{counter_line(info)}\t{headroom}\t{shared}")
+    if ceiling is not None:
+        print(
+            f"items share the counter item's partition: on AWS it takes about {ceiling:,.0f}"
+            " puts/s of them (1,000 WCU/s); spread them (aioseq.layout.ShardedItems)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from aioseq import _retry
 from aioseq._checks import check_count, check_key
 from aioseq._coalesce import Coalescer, LoopBinding, Waiter
-from aioseq._items import parse_counter
+from aioseq._items import Item, item_size, parse_counter, write_units
+from aioseq._limits import PARTITION_WCU_PER_SEC
 from aioseq._retry import Classify
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
@@ -66,6 +67,13 @@ class CounterStatistics:
         unresolved: numbers of writes whose answer was lost and whose outcome could not be
             told any more (see [`RECENT_WRITES`][aioseq.config.RECENT_WRITES]): possibly taken,
             never handed out.
+        shared_partition_puts: items stored in the partition the counter itself writes (the
+            counter item's partition key value; the sort-key strategy's item collection).
+            On AWS a partition takes 1,000 WCU/s, so these puts have a ceiling there.
+        partition_ceiling: that ceiling: the puts per second that partition takes on AWS at
+            the WCU these puts cost (1,000 WCU/s divided by their mean cost: 2 WCU per KB in
+            a transaction, 1 alone); at most that, since the counter item's own writes share
+            it. ``None`` when no put shared the partition (the items are spread elsewhere).
     """
 
     numbers: int = 0
@@ -73,6 +81,8 @@ class CounterStatistics:
     conflicts: int = 0
     recovered: int = 0
     unresolved: int = 0
+    shared_partition_puts: int = 0
+    partition_ceiling: float | None = None
 
 
 def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:
@@ -128,6 +138,9 @@ class Strategy:
         if adopt:  # else its owner (a block allocator) is adopted, and stands for it
             store.adopt(self)
         self._numbers = 0  # numbers handed out
+        # Items stored in the partition the counter writes, and the WCU they cost there.
+        self._shared_puts = 0
+        self._shared_wcu = 0
         self._calls = 0  # requests run under the retry engine, ended
         self._running = 0  # requests running under the retry engine now
         self._retries: Counter[str] = Counter()
@@ -145,7 +158,21 @@ class Strategy:
         """A frozen snapshot of what this object has done."""
         retries = dict(self._retries)
         conflicts = sum(n for reason, n in retries.items() if _retry.is_conflict_reason(reason))
-        return CounterStatistics(numbers=self._numbers, retries=retries, conflicts=conflicts)
+        shared = self._shared_puts
+        return CounterStatistics(
+            numbers=self._numbers,
+            retries=retries,
+            conflicts=conflicts,
+            shared_partition_puts=shared,
+            partition_ceiling=PARTITION_WCU_PER_SEC * shared / self._shared_wcu if shared else None,
+        )
+
+    def _stored_beside(self, items: Sequence[Item], *, transactional: bool) -> None:
+        """Count ``items``, stored in the partition the counter writes, and their WCU."""
+        self._shared_puts += len(items)
+        self._shared_wcu += sum(
+            write_units(item_size(i), transactional=transactional) for i in items
+        )
 
     def __repr__(self) -> str:
         s = self.statistics()

@@ -330,8 +330,10 @@ class SortKeyCounter(GroupCommitStrategy):
         return Settled.REBUILD
 
     def stored(self, write: _Puts) -> None:
-        """The collection's highest number is now the write's last."""
+        """The collection's highest number is now the write's last; its items are counted as
+        sharing the collection's partition (they always do)."""
         self._highest = write.numbers[-1]
+        self._stored_beside(write.items, transactional=len(write.items) > 1)
 
     def unresolved(self, write: _Puts) -> None:
         """Nothing to count: a put whose outcome is unknown keeps its token in its item."""

@@ -91,7 +91,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aioseq._items import item_size
+from aioseq._items import item_size, write_units
 from aioseq.errors import ConfigurationError
 
 __all__ = [
@@ -234,8 +234,7 @@ class CapacityModel:
 def write_cost_wcu(size_bytes: int, *, transactional: bool = False) -> int:
     """WCU of a write of an item of ``size_bytes``: ``ceil(size / 1 KB)``, at least 1; twice
     that for an action of a transaction."""
-    units = max(1, -(-size_bytes // KB))
-    return 2 * units if transactional else units
+    return write_units(size_bytes, transactional=transactional)
 
 
 def read_cost_rcu(

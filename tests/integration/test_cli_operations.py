@@ -218,14 +218,14 @@ def test_next_takes_the_max_value_a_counter_records(run: Any, aioseq_endpoint: s
     assert code == 1 and "NumberOutOfRange" in err
 
 
-def test_describe_ends_with_the_headroom_of_a_bounded_counter(run: Any) -> None:
+def test_describe_gives_the_headroom_of_a_bounded_counter(run: Any) -> None:
     assert run("next", "bounded", "--max-value", "100", "--count", "3")[0] == 0
     assert run("next", "open", "--count", "3")[0] == 0
-    code, out, _ = run("describe", "bounded")
+    code, out, err = run("describe", "bounded")
     fields = out.rstrip("\n").split("\t")
-    assert code == 0 and (fields[1], fields[4:]) == ("3", ["97"])
+    assert code == 0 and (fields[1], fields[4:]) == ("3", ["97", "-"]) and err == ""
     code, out, _ = run("describe", "open")
-    assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-"]
+    assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-", "-"]
     code, out, _ = run("list")  # list keeps its four fields
     assert code == 0 and [len(line.split("\t")) for line in out.splitlines()] == [4, 4]
 
@@ -283,3 +283,26 @@ def test_audit_reads_items_spread_over_shards(run: Any, aioseq_endpoint: str) ->
     assert run(*fix.split()[1:])[:2] == (0, "60\n")
     code, _, err = run("audit", "inv", "--shards", "0")
     assert code == 1 and "shards must be an int from 1 to 1000" in err
+
+
+def test_describe_says_when_items_share_the_counter_items_partition(
+    run: Any, aioseq_endpoint: str
+) -> None:
+    async def numbered() -> None:
+        table = TableSpec(name=run.table)
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            beside, spread = (
+                store.transactional_counter("beside"),
+                store.transactional_counter("spread"),
+            )
+            await beside.put(lambda n: {"pk": "beside", "sk": n})
+            await spread.put(ShardedItems("spread", shards=4).key)
+
+    asyncio.run(numbered())
+    code, out, err = run("describe", "beside")
+    assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-", "500"]
+    assert "items share the counter item's partition" in err and "ShardedItems" in err
+    assert json.loads(run("describe", "beside", "--json")[1])["partition_ceiling"] == 500
+    code, out, err = run("describe", "spread")
+    assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-", "-"] and err == ""
+    assert json.loads(run("describe", "spread", "--json")[1])["partition_ceiling"] is None

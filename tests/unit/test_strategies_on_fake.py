@@ -24,6 +24,7 @@ from aioseq import (
     TableNotFound,
 )
 from aioseq.config import TURN_ATTRIBUTE, TableSpec
+from aioseq.layout import ShardedItems
 from aioseq.testing import FakeDynamoDB
 
 TABLE = "aioseq"
@@ -261,3 +262,28 @@ async def test_a_group_resent_after_a_lost_answer_without_the_token_finds_its_ow
     }
     assert issues.statistics().recovered >= 2
     await store.aclose()
+
+
+async def test_statistics_say_when_items_share_the_counters_partition(
+    fake_store: DynamoStore,
+) -> None:
+    beside = fake_store.transactional_counter("beside")
+    await asyncio.gather(*(beside.put(lambda n: {"pk": "beside", "sk": n}) for _ in range(30)))
+    stats = beside.statistics()
+    assert stats.shared_partition_puts == 30
+    assert stats.partition_ceiling == 500.0  # 2 WCU per put of an item under 1 KB
+    big = fake_store.transactional_counter("big")
+    await big.put(lambda n: {"pk": "big", "sk": n, "p": "x" * 1500})  # 2 KB: 4 WCU
+    assert big.statistics().partition_ceiling == 250.0
+    spread = fake_store.transactional_counter("spread")
+    await asyncio.gather(*(spread.put(ShardedItems("spread", 4).key) for _ in range(30)))
+    assert (spread.statistics().shared_partition_puts, spread.statistics().partition_ceiling) == (
+        0,
+        None,
+    )
+    issues = fake_store.sort_key_counter("issues")
+    await issues.put()  # alone: one PutItem, 1 WCU
+    assert issues.statistics().partition_ceiling == 1000.0
+    await asyncio.gather(*(issues.put() for _ in range(9)))  # grouped: transactions, 2 WCU each
+    stats = issues.statistics()
+    assert stats.shared_partition_puts == 10 and 500.0 < stats.partition_ceiling < 1000.0
