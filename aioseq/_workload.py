@@ -22,8 +22,10 @@ from aioseq._store import DynamoStore
 from aioseq._strategy_table import STRATEGIES, StrategyFacts, strategy_named
 from aioseq.allocator import BlockAllocator
 from aioseq.errors import ConfigurationError
+from aioseq.layout import ShardedItems
 from aioseq.strategies._base import Strategy
 from aioseq.strategies.sort_key import SortKeyCounter
+from aioseq.strategies.transactional import TransactionalCounter
 
 __all__ = [
     "PAYLOAD_ATTRIBUTE",
@@ -85,14 +87,17 @@ def make_taker(
     stride: int = 1,
     offset: int = 1,
     max_value: int | None = None,
+    shards: int | None = None,
 ) -> Taker:
     """A counter object for ``strategy`` (a name of `aioseq._strategy_table.STRATEGIES`) on
     ``key``. The item-writing strategies store a small item
     ``{pk: key, sk: n, payload: <the call's payload>}`` per number (see
     `PAYLOAD_ATTRIBUTE`), in the collection whose counter item (if any) is
-    ``{pk: key, sk: 0}``; the allocator reserves blocks of ``block_size`` to start with (always,
-    with ``fixed_block_size``). ``group``: group commit on (``True``) or off (``False``) for the
-    grouped strategies; ``None`` takes the library's default, which is on.
+    ``{pk: key, sk: 0}``; with ``shards``, the transactional counter spreads them over the
+    partitions of `ShardedItems(key, shards)` instead (see `factory_taker()`); the allocator
+    reserves blocks of ``block_size`` to start with (always, with ``fixed_block_size``).
+    ``group``: group commit on (``True``) or off (``False``) for the grouped strategies;
+    ``None`` takes the library's default, which is on.
 
     ``payload_prefix`` starts the payloads of `Taker.take`'s calls
     (``<prefix>/<n>``); by default ``<process>/<8 random hex digits>``, the process being the
@@ -128,7 +133,7 @@ def make_taker(
     elif facts.grouped and group is not None:  # None: the library's default
         options["group"] = group
     prefix = payload_prefix or f"{_process_label(store)}/{uuid.uuid4().hex[:8]}"
-    return factory_taker(store, facts, key, options, payload_prefix=prefix)
+    return factory_taker(store, facts, key, options, payload_prefix=prefix, shards=shards)
 
 
 def factory_taker(
@@ -138,6 +143,7 @@ def factory_taker(
     options: Mapping[str, Any] | None = None,
     *,
     payload_prefix: str | None = None,
+    shards: int | None = None,
 ) -> Taker:
     """``store.<factory>(key, **options)`` for ``strategy`` (its name or its row of
     `aioseq._strategy_table.STRATEGIES`), made as an application makes it (no options: the
@@ -145,12 +151,17 @@ def factory_taker(
 
     The item-writing strategies' `Taker.take` stores ``{pk: key, sk: n}`` (the sort-key
     strategy adds its token), plus ``payload: <payload_prefix>/<n>`` for the n-th call when
-    ``payload_prefix`` is given (`make_taker()` always gives one).
+    ``payload_prefix`` is given (`make_taker()` always gives one). With ``shards``, the
+    transactional counter's items are spread as `aioseq.layout.ShardedItems(key, shards)`
+    spreads them (``{pk: f"{key}#{n % shards}", sk: n}``), none beside the counter item; the
+    sort-key strategy keeps its one collection (``shards`` refused).
 
     Raises:
         ConfigurationError: an unknown strategy, or options its factory refuses.
     """
     facts = strategy if isinstance(strategy, StrategyFacts) else strategy_named(strategy)
+    if shards is not None and facts.cls is not TransactionalCounter:
+        raise ConfigurationError(f"only the transactional counter spreads its items: {facts.name}")
     made: Any = getattr(store, facts.factory)(key, **(options or {}))
     if not facts.writes_items:
         counter: Strategy = made.counter if facts.cls is BlockAllocator else made
@@ -171,17 +182,14 @@ def factory_taker(
 
         bare = made.put
     else:  # the transactional counter: the item, as a function of its number
-        table = store.table
-        sort_key = table.sort_key or "sk"
+        item_key = _item_key(store, key, shards)
 
         async def put(payload: str) -> int:
-            number: int = await made.put(
-                lambda n: {table.partition_key: key, sort_key: n, PAYLOAD_ATTRIBUTE: payload}
-            )
+            number: int = await made.put(lambda n: {**item_key(n), PAYLOAD_ATTRIBUTE: payload})
             return number
 
         async def bare() -> int:
-            number: int = await made.put(lambda n: {table.partition_key: key, sort_key: n})
+            number: int = await made.put(item_key)
             return number
 
     if payload_prefix is None:
@@ -193,6 +201,15 @@ def factory_taker(
             return await put(f"{payload_prefix}/{next(calls)}")
 
     return Taker(take, put, made, made.current)
+
+
+def _item_key(store: DynamoStore, key: str, shards: int | None) -> Callable[[int], dict[str, Any]]:
+    """The key of item number ``n``: beside the counter item, or spread over ``shards``."""
+    table = store.table
+    partition_key, sort_key = table.partition_key, table.sort_key or "sk"
+    if shards is not None:
+        return ShardedItems(key, shards, partition_key=partition_key, sort_key=sort_key).key
+    return lambda n: {partition_key: key, sort_key: n}
 
 
 def _process_label(store: DynamoStore) -> str:
@@ -419,9 +436,14 @@ def stored_twice(items: Mapping[int, str | None]) -> int:
 
 
 async def stored_numbers(
-    store: DynamoStore, partition: str, *, number_attribute: str | None = None
+    store: DynamoStore,
+    partition: str,
+    *,
+    number_attribute: str | None = None,
+    shards: int | None = None,
 ) -> list[int]:
-    """The numbers of the numbered items in collection ``partition``: their sort keys >= 1, or
+    """The numbers of the numbered items in collection ``partition`` (with ``shards``, in the
+    collections of `aioseq.layout.ShardedItems(partition, shards)`): their sort keys >= 1, or
     their ``number_attribute`` when given (items without it are skipped; a number two items
     hold is listed twice), read with paginated, strongly consistent ``Query`` requests (0.5 RCU
     per 4 KB read).
@@ -429,7 +451,8 @@ async def stored_numbers(
     Raises:
         ConfigurationError: the table has no sort key.
     """
-    return [n for n, _ in await _numbered_items(store, partition, number_attribute, None)]
+    partitions = _partitions(store, partition, shards)
+    return [n for n, _ in await _numbered_items(store, partitions, number_attribute, None)]
 
 
 async def stored_payloads(
@@ -437,8 +460,10 @@ async def stored_payloads(
     partition: str,
     *,
     payload_attribute: str = PAYLOAD_ATTRIBUTE,
+    shards: int | None = None,
 ) -> dict[int, str | None]:
-    """number -> payload of the numbered items in collection ``partition`` (sort keys >= 1),
+    """number -> payload of the numbered items in collection ``partition`` (sort keys >= 1;
+    with ``shards``, in the collections of `aioseq.layout.ShardedItems(partition, shards)`),
     read as `stored_numbers()` reads them: each item's ``payload_attribute`` (a string;
     ``None`` when the item has none), so a checker can tell whose item each is and find an
     item stored twice (aioseq's history checker, ``verification.history``; `check_numbers()`).
@@ -446,16 +471,23 @@ async def stored_payloads(
     Raises:
         ConfigurationError: the table has no sort key.
     """
-    return dict(await _numbered_items(store, partition, None, payload_attribute))
+    partitions = _partitions(store, partition, shards)
+    return dict(await _numbered_items(store, partitions, None, payload_attribute))
+
+
+def _partitions(store: DynamoStore, partition: str, shards: int | None) -> list[str]:
+    if shards is None:
+        return [partition]
+    return ShardedItems(partition, shards, partition_key=store.table.partition_key).partitions()
 
 
 async def _numbered_items(
     store: DynamoStore,
-    partition: str,
+    partitions: Sequence[str],
     number_attribute: str | None,
     payload_attribute: str | None,
 ) -> list[tuple[int, str | None]]:
-    """(number, payload) of each numbered item in ``partition``, in the order read."""
+    """(number, payload) of each numbered item in ``partitions``, in the order read."""
     table = store.table
     if table.sort_key is None:
         raise ConfigurationError("the table has no sort key")
@@ -464,25 +496,27 @@ async def _numbered_items(
     if payload_attribute is not None:
         names["#payload"] = payload_attribute
     items: list[tuple[int, str | None]] = []
-    params: dict[str, object] = {
-        "TableName": table.name,
-        "KeyConditionExpression": "#pk = :partition",
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": {":partition": {"S": partition}},
-        "ProjectionExpression": "#number, #payload" if payload_attribute else "#number",
-        "ConsistentRead": True,
-    }
-    while True:
-        page = await store.send_once("query", **params)
-        for item in page.get("Items", []):
-            if attribute not in item:
-                continue
-            value = item[attribute]
-            n = int(value.get("N") or value.get("S"))
-            if n < 1:
-                continue
-            payload = item.get(payload_attribute, {}).get("S") if payload_attribute else None
-            items.append((n, payload if isinstance(payload, str) else None))
-        if "LastEvaluatedKey" not in page:
-            return items
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    for partition in partitions:
+        params: dict[str, object] = {
+            "TableName": table.name,
+            "KeyConditionExpression": "#pk = :partition",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {":partition": {"S": partition}},
+            "ProjectionExpression": "#number, #payload" if payload_attribute else "#number",
+            "ConsistentRead": True,
+        }
+        while True:
+            page = await store.send_once("query", **params)
+            for item in page.get("Items", []):
+                if attribute not in item:
+                    continue
+                value = item[attribute]
+                n = int(value.get("N") or value.get("S"))
+                if n < 1:
+                    continue
+                payload = item.get(payload_attribute, {}).get("S") if payload_attribute else None
+                items.append((n, payload if isinstance(payload, str) else None))
+            if "LastEvaluatedKey" not in page:
+                break
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return items

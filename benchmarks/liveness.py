@@ -525,8 +525,9 @@ async def section_killed(endpoint: str, s: Settings) -> list[dict[str, Any]]:
 
 
 async def section_far(endpoint: str, s: Settings) -> list[dict[str, Any]]:
-    model = CapacityModel(
-        item_wcu_per_sec=1e9,
+    model = CapacityModel(  # a round trip only: budgets no request can reach
+        partition_wcu_per_sec=1e9,
+        partition_rcu_per_sec=1e9,
         burst_secs=1.0,
         round_trip_secs=(s.far_round_trip_secs, s.far_round_trip_secs),
     )

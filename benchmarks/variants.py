@@ -202,6 +202,9 @@ class AioseqVariant(Variant):
     strategy: str = "atomic"
     group: bool = False
     block_size: int = 100
+    #: The transactional counter's items spread over this many shards
+    #: (``aioseq.layout.ShardedItems(key, shards)``); ``None``: beside the counter item.
+    shards: int | None = None
     #: What ``DynamoStore.open`` is given beyond the place (e.g. a ``retry_policy``).
     store_options: tuple[tuple[str, Any], ...] = ()
 
@@ -214,6 +217,7 @@ class AioseqVariant(Variant):
             block_size=self.block_size,
             fixed_block_size=True,
             group=self.group,
+            shards=self.shards,
         )
 
     @contextlib.asynccontextmanager
@@ -246,7 +250,9 @@ class AioseqVariant(Variant):
         return await super().counter_value(store, key)
 
     async def stored(self, store: DynamoStore, key: str) -> list[int] | None:
-        return await stored_numbers(store, key) if self.writes_items else None
+        if not self.writes_items:
+            return None
+        return await stored_numbers(store, key, shards=self.shards)
 
 
 @dataclass(frozen=True)
@@ -255,13 +261,14 @@ class FactoryVariant(AioseqVariant):
     on a store from ``DynamoStore.open(...)`` and nothing else: with ``options`` empty, the
     library's defaults (group commit on, its group size and window; the allocator's
     demand-sized blocks), through :func:`aioseq._workload.factory_taker`: the item-writing
-    strategies store ``{pk: key, sk: n}`` (the sort-key strategy adds its token).
+    strategies store ``{pk: key, sk: n}`` (the sort-key strategy adds its token), or with
+    ``shards`` the transactional counter spreads them (``{pk: f"{key}#{n % shards}", sk: n}``).
     ``store_options`` go to ``DynamoStore.open`` (e.g. a ``retry_policy``; none by default)."""
 
     options: tuple[tuple[str, Any], ...] = ()
 
     def taker(self, store: DynamoStore, key: str) -> Taker:
-        return factory_taker(store, self.strategy, key, dict(self.options))
+        return factory_taker(store, self.strategy, key, dict(self.options), shards=self.shards)
 
 
 #: The client settings that :meth:`DynamoStore.open` chooses, copied by the raw baseline.

@@ -12,12 +12,13 @@ with the measurements that explain it, it does not fail the run):
    against the published peer ``dynamodb-autoincrement`` 0.2.0 (target >= 20x); gapless runs
    before and after the peer.
 2. ``hot-key``: one hot key through the capacity model, a
-   ``FaultProxy(endpoint, capacity=CapacityModel(item_wcu_per_sec=150,
+   ``FaultProxy(endpoint, capacity=CapacityModel(partition_wcu_per_sec=150,
    round_trip_secs=(0.002, 0.006)))`` in a child process: the atomic counter's goodput as a
-   share of the item's write budget, and the errors that reached callers (target >= 70%,
+   share of the partition's write budget, and the errors that reached callers (target >= 70%,
    none); the allocator with its defaults (target >= 20x the atomic counter) and the gapless
-   counter with its defaults (target >= 3x). Every item has its own budget, the gapless
-   items included (they live in the counter's collection, but are items of their own).
+   counter with its defaults, its items spread over 32 shards apart from the counter item
+   (target >= 3x); then the gapless counter with its items beside the counter item, which
+   share its partition's budget (their ceiling: half the budget, 2 WCU a put).
 3. ``processes``: one transactional counter with its defaults in 4 processes against 1 process, the
    same tasks in all (target >= 0.8x); each process times its share between a start barrier
    and its end, so interpreter start-up is not counted.
@@ -28,8 +29,9 @@ with the measurements that explain it, it does not fail the run):
    one real row profiled.
 5. ``sweep``: ``max_group_size`` x ``batch_window_secs`` for the transactional counter at 1, 16 and
    128 tasks and the sort-key counter at 128 tasks, straight to the server and through the
-   capacity model's round trip (2-6 ms, AWS's 1,000 WCU/s per item), and for the gapless
-   counter at 128 tasks on the hot key, in 3 interleaved rounds: puts/s and p99, each
+   capacity model's round trip (2-6 ms, AWS's 1,000 WCU/s per partition), and for both at 128
+   tasks on the hot key (with groups of one put too), in 3 interleaved rounds: puts/s and
+   p99, each
    configuration compared with the library's defaults (:func:`recommend`).
 
 Every row runs on a fresh table with :func:`benchmarks.row.run_row` (tasks started

@@ -138,7 +138,7 @@ class CapacityProxy:
     def describe(self) -> str:
         lo, hi = self.model.round_trip_secs
         return (
-            f"capacity model: {self.model.item_wcu_per_sec:,.0f} WCU/s per item"
+            f"capacity model: {self.model.partition_wcu_per_sec:,.0f} WCU/s per partition"
             f" ({self.model.burst_secs:g} s burst), {lo * 1000:g}-{hi * 1000:g} ms round trip"
         )
 

@@ -16,18 +16,28 @@ from benchmarks.variants import FactoryVariant, PeerVariant, RawUpdateItemVarian
 SECTIONS = ("peer", "hot-key", "processes", "overhead", "sweep")
 
 
-def defaults(strategy: str, label: str, **options: Any) -> FactoryVariant:
-    """``store.<factory>(key, **options)`` for ``strategy`` (no options: the defaults)."""
+def defaults(
+    strategy: str, label: str, *, shards: int | None = None, **options: Any
+) -> FactoryVariant:
+    """``store.<factory>(key, **options)`` for ``strategy`` (no options: the defaults);
+    ``shards``: the transactional counter's items spread so (the documented layout)."""
     return FactoryVariant(
         label,
         strategy,
         **promises(strategy),
         strategy=strategy,
         options=tuple(sorted(options.items())),
+        shards=shards,
     )
 
 
-GAPLESS = defaults("transactional", "transactional_counter(key)")
+#: The shards the gapless items are spread over, as docs/layout.md lays them out.
+SHARDS = 32
+GAPLESS = defaults(
+    "transactional", f"transactional_counter(key), items over {SHARDS} shards", shards=SHARDS
+)
+#: The layout the docs used to show: every item beside the counter item, in its partition.
+GAPLESS_BESIDE = defaults("transactional", "transactional_counter(key), items beside the counter")
 ATOMIC = defaults("atomic", "atomic_counter(key)")
 ALLOCATOR = defaults("allocator", "block_allocator(key)")
 #: Diagnostic only: the gapless defaults on a store whose retries back off at most 10 ms, to
@@ -79,7 +89,7 @@ class Options:
     # 1. peer
     peer_row_secs: float = 3.0
     # 2. hot key
-    hot_item_wcu_per_sec: float = 150.0
+    hot_partition_wcu_per_sec: float = 150.0
     round_trip_secs: tuple[float, float] = (0.002, 0.006)
     hot_row_secs: float = 5.0
     # 3. processes

@@ -15,9 +15,11 @@ from benchmarks.defaults.options import (
     ATOMIC,
     CURRENT_DEFAULTS,
     GAPLESS,
+    GAPLESS_BESIDE,
     GAPLESS_SHORT_BACKOFF,
     PEER,
     RAW,
+    SHARDS,
     Options,
     defaults,
     library_defaults,
@@ -47,18 +49,22 @@ async def section_hot_key(
     atomic: Variant = ATOMIC,
     allocator: Variant = ALLOCATOR,
     gapless: Variant = GAPLESS,
+    beside: Variant = GAPLESS_BESIDE,
 ) -> list[Result]:
     """The atomic counter, the allocator and the transactional counter, all with their defaults, on
     one hot key through the capacity model; errors are counted, not fatal. Right after the
     atomic counter, a reference row: the same counter through the same round trip with AWS's
-    1,000 WCU/s per item, a budget it cannot reach, to show what the client could take
-    unthrottled at that moment (on a shared machine, possibly less than the budget)."""
+    1,000 WCU/s per partition, a budget it cannot reach, to show what the client could take
+    unthrottled at that moment (on a shared machine, possibly less than the budget). Last, the
+    transactional counter with its items beside the counter item, in its partition: the
+    layout's ceiling."""
     o = bench.options
     runs = [
         (atomic, "hot", False),
         (atomic, "trip", True),
         (allocator, "hot", False),
         (gapless, "hot", False),
+        (beside, "hot", False),
     ]
     return [
         await bench.measure(
@@ -131,11 +137,12 @@ def sweep_plan(options: Options) -> list[tuple[str, str, int, int, float]]:
         cells = [("transactional", t) for t in options.sweep_tasks]
         if condition == "hot":
             cells = [("transactional", most_tasks)]
-        else:
-            cells += [("sort-key", t) for t in options.sweep_sort_key_tasks]
+        cells += [("sort-key", t) for t in options.sweep_sort_key_tasks]
         for strategy, tasks in cells:
             default_size = CURRENT_DEFAULTS[strategy][0]
             sizes = [s for s in options.sweep_sizes if s < tasks and s != largest] + [largest]
+            if condition == "hot":  # where the partition is the limit: one put per write too
+                sizes = [1, *sizes]
             for size in sizes:
                 for window in options.sweep_windows:
                     real_size = default_size if size == max(options.sweep_sizes) else size
@@ -156,6 +163,7 @@ async def section_sweep(bench: Bench) -> list[Result]:
         variant = defaults(
             strategy,
             f"{strategy} size={size} window={window * 1000:g}ms",
+            shards=SHARDS if strategy == "transactional" else None,
             group=GroupCommit(max_size=size, window_secs=window),
         )
         results.append(
@@ -179,7 +187,7 @@ def rows_planned(options: Options) -> int:
     """How many rows the sections of ``options`` run (for the progress bar)."""
     per_section = {
         "peer": 3,
-        "hot-key": 4,
+        "hot-key": 5,
         "processes": 3 * options.processes_rounds,
         "overhead": 2 * options.overhead_rounds * len(options.overhead_tasks),
         "sweep": len(sweep_plan(options)) * options.sweep_rounds,
@@ -213,7 +221,8 @@ async def run(
 ) -> dict[str, Any]:
     """Run the sections of ``options`` against ``endpoint``; the report's body."""
     hot_model = CapacityModel(
-        item_wcu_per_sec=options.hot_item_wcu_per_sec, round_trip_secs=options.round_trip_secs
+        partition_wcu_per_sec=options.hot_partition_wcu_per_sec,
+        round_trip_secs=options.round_trip_secs,
     )
     trip_model = CapacityModel(round_trip_secs=options.round_trip_secs)
     wanted = (
@@ -231,6 +240,7 @@ async def run(
             "direct": "straight to the server",
             **{name: proxy.describe() for name, proxy in proxies.items()},
         }
+        body["capacity_models"] = {name: model.describe() for name, model in wanted.items()}
         async with DynamoStore.open(endpoint_url=endpoint) as inspector:
             bench = Bench(
                 options,

@@ -161,7 +161,8 @@ def targets(
         hot = [r for r in everything if not r.setting.get("reference")]
         unbound = next((r for r in everything if r.setting.get("reference")), None)
         atomic, allocator, gapless = hot[0], hot[1], hot[2]
-        budget = options.hot_item_wcu_per_sec
+        beside = hot[3] if len(hot) > 3 else None
+        budget = options.hot_partition_wcu_per_sec
         share = atomic.rate / budget
         reference = (
             f"; unbound (1,000 WCU/s, the same round trip) just after, it took"
@@ -174,7 +175,7 @@ def targets(
         throttled = atomic.throttled or 0
         found.append(
             Target(
-                f"hot key ({budget:g} WCU/s per item): atomic counter's goodput / budget,"
+                f"hot key ({budget:g} WCU/s per partition): atomic counter's goodput / budget,"
                 " no error to callers",
                 round(share * 100, 1),
                 70,
@@ -201,10 +202,16 @@ def targets(
             extra = ""
             if row is gapless:
                 extra = (
-                    f"; {_puts_per_transaction(row.row):.1f} puts per transaction,"
-                    f" {(row.consumed_wcu or 0) / max(row.row.numbers, 1):.2f} WCU per put,"
-                    f" {row.throttled or 0:,} throttled"
+                    f"; items over 32 shards: {_puts_per_transaction(row.row):.1f} puts per"
+                    f" transaction, {(row.consumed_wcu or 0) / max(row.row.numbers, 1):.2f} WCU"
+                    f" per put, {row.throttled or 0:,} throttled"
                 )
+                if beside is not None:
+                    extra += (
+                        f"; items beside the counter item: {beside.rate:,.0f} puts/s"
+                        f" ({beside.throttled or 0:,} throttled), the partition's ceiling"
+                        f" {budget / 2:g}"
+                    )
             found.append(
                 Target(
                     f"hot key: {name} with defaults vs the atomic counter",
