@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days soak clean
+.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -134,6 +134,12 @@ bench-outage: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # numbers held of runways of none, 30 and 120 s at 500 numbers/s (~2 minutes; hard_days.json).
 bench-hard-days: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks.hard_days --server dynamodb-local $(ARGS)
+
+# Where the items go (issue 32), through the capacity model's budget per partition: 600 puts to
+# one partition key and to 600, the item layouts of a transactional counter at 128 tasks, and
+# the FastAPI example (~2 minutes; writes partitions.json and .md).
+bench-partitions: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.partitions --server dynamodb-local $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).
