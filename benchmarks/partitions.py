@@ -2,7 +2,8 @@
 the capacity model's budget per partition (`aioseq.testing.capacity`), in a child process.
 
 1. ``puts``: ``--puts`` (600) conditional ``PutItem`` requests, ``--put-tasks`` (32) at a
-   time, through a model of ``--small-partition-wcu`` (200) WCU/s per partition: all to one
+   time, through a model of ``--small-partition-wcu`` (200) WCU/s per partition (no round
+   trip: the budget alone): all to one
    partition key value, then each to one of its own. The goal the issue sets: one partition
    key no faster than 1.5 times its budget (the burst included), and the spread puts at least
    twice as fast.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import statistics
 import sys
 import time
 import uuid
@@ -51,13 +53,14 @@ LAYOUTS: tuple[tuple[str, str, int | None], ...] = (
 class Settings:
     puts: int = 600
     put_tasks: int = 32
+    put_rounds: int = 3
     small_partition_wcu: float = 200.0
     tasks: int = 128
     row_secs: float = 4.0
     service_secs: float = 4.0
 
 
-QUICK = Settings(puts=60, put_tasks=8, tasks=16, row_secs=0.5, service_secs=0.5)
+QUICK = Settings(puts=60, put_tasks=8, put_rounds=1, tasks=16, row_secs=0.5, service_secs=0.5)
 
 
 @contextlib.asynccontextmanager
@@ -73,17 +76,20 @@ async def fresh_table(endpoint: str) -> AsyncIterator[DynamoStore]:
 
 
 async def puts_row(
-    endpoint: str, proxy: CapacityProxy, s: Settings, spread: bool
+    endpoint: str, proxy: CapacityProxy | None, s: Settings, spread: bool
 ) -> dict[str, Any]:
-    """``s.puts`` conditional puts through ``proxy``: to one partition key, or to as many."""
+    """``s.puts`` conditional puts through ``proxy`` (``None``: straight to the server): to
+    one partition key, or each to its own."""
     async with fresh_table(endpoint) as direct:
         name = direct.table.name
         policy = RetryPolicy(max_attempts=1000, max_backoff_secs=0.05)
         async with DynamoStore.open(
-            table=direct.table, endpoint_url=proxy.endpoint_url, retry_policy=policy
+            table=direct.table,
+            endpoint_url=proxy.endpoint_url if proxy else endpoint,
+            retry_policy=policy,
         ) as store:
             numbers = iter(range(1, s.puts + 1))
-            throttled_before = proxy.counts().throttled
+            throttled_before = proxy.counts().throttled if proxy else 0
 
             async def task() -> None:
                 for n in numbers:
@@ -98,9 +104,10 @@ async def puts_row(
             started = time.perf_counter()
             await asyncio.gather(*(task() for _ in range(s.put_tasks)))
             secs = time.perf_counter() - started
-            throttled = proxy.counts().throttled - throttled_before
+            throttled = (proxy.counts().throttled if proxy else 0) - throttled_before
         stored = await direct.send_once("scan", TableName=name, Select="COUNT")
     return {
+        "through": "model" if proxy else "server",
         "partition_keys": s.puts if spread else 1,
         "puts": s.puts,
         "stored": stored["Count"],
@@ -111,23 +118,39 @@ async def puts_row(
 
 
 async def section_puts(endpoint: str, s: Settings) -> dict[str, Any]:
-    model = CapacityModel(
-        partition_wcu_per_sec=s.small_partition_wcu, round_trip_secs=ROUND_TRIP_SECS
-    )
+    """One partition key and 600 through the model, and 600 straight to the server (what the
+    client and server take here, the spread row's own limit), in alternating rounds."""
+    # No round trip: what is measured is the budget.
+    model = CapacityModel(partition_wcu_per_sec=s.small_partition_wcu)
     proxy = CapacityProxy(endpoint, model)
+    rows = []
     try:
-        one = await puts_row(endpoint, proxy, s, spread=False)
-        spread = await puts_row(endpoint, proxy, s, spread=True)
+        await puts_row(endpoint, proxy, s, spread=True)  # warm-up: the server's JIT, the proxy
+        for round_ in range(s.put_rounds):
+            runs = [(proxy, False), (proxy, True), (None, True)]
+            for through, apart in runs if round_ % 2 == 0 else runs[::-1]:
+                rows.append({"round": round_, **await puts_row(endpoint, through, s, apart)})
     finally:
         proxy.close()
+
+    def median(through: str, keys: int) -> float:
+        return statistics.median(
+            float(r["puts_per_sec"])
+            for r in rows
+            if r["through"] == through and r["partition_keys"] == keys
+        )
+
+    one, spread, server = median("model", 1), median("model", s.puts), median("server", s.puts)
     ceiling = 1.5 * s.small_partition_wcu
-    goal = one["puts_per_sec"] <= ceiling and spread["puts_per_sec"] >= 2 * one["puts_per_sec"]
     return {
         "model": model.describe(),
-        "rows": [one, spread],
-        "goal": f"one partition key <= {ceiling:g} puts/s; spread >= 2x that",
-        "goal_met": goal,
-        "ok": one["stored"] == spread["stored"] == s.puts,
+        "rows": rows,
+        "one_partition_puts_per_sec": one,
+        "spread_puts_per_sec": spread,
+        "server_puts_per_sec": server,
+        "goal": f"one partition key <= {ceiling:g} puts/s; 600 partition keys >= 2x that",
+        "goal_met": one <= ceiling and spread >= 2 * one,
+        "ok": all(r["stored"] == s.puts for r in rows),
     }
 
 
@@ -261,14 +284,17 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Run: `{report['command']}` ({report['date']}; {report['server']}).",
         "",
-        f"{puts['rows'][0]['puts']} conditional `PutItem`s, {report['settings']['put_tasks']}"
-        f" at a time, through {budget:g} WCU/s per partition:",
+        f"{report['settings']['puts']} conditional `PutItem`s, {report['settings']['put_tasks']}"
+        f" at a time, through {budget:g} WCU/s per partition (no round trip), median of"
+        f" {report['settings']['put_rounds']} alternating rounds:",
         "",
-        "| partition keys | puts/s | throttled |",
-        "|---:|---:|---:|",
+        "| partition keys | through | puts/s (median) | rounds | throttled |",
+        "|---:|---|---:|---|---:|",
         *(
-            f"| {r['partition_keys']:,} | {r['puts_per_sec']:,} | {r['throttled']:,} |"
-            for r in puts["rows"]
+            f"| {keys:,} | {through} | {median:,.0f} |"
+            f" {', '.join(str(r['puts_per_sec']) for r in rows)} |"
+            f" {sum(r['throttled'] for r in rows):,} |"
+            for keys, through, median, rows in _puts_lines(report)
         ),
         "",
         f"Transactional counter with its defaults, {report['settings']['tasks']} tasks, through"
@@ -289,11 +315,39 @@ def markdown(report: dict[str, Any]) -> str:
         f" {service['throttled']:,} throttled; {service['orders']:,} orders over"
         f" {service['order_partitions']} partition keys, none the counter item's.",
         "",
-        f"Goal ({puts['goal']}): {'met' if puts['goal_met'] else '**NOT MET**'}. Every row"
+        f"Goal ({puts['goal']}): {'met' if puts['goal_met'] else '**NOT MET**'}"
+        + (
+            ""
+            if puts["goal_met"]
+            else f": the server alone took {puts['server_puts_per_sec']:,.0f} puts/s here, so"
+            " the spread puts are held by it, not by the model (the model's own check, a client"
+            " five times faster than its budget in the model's time, is"
+            " `tests/unit/test_capacity_model.py`)"
+        )
+        + ". Every row"
         " checked (no duplicate, no gap, every item stored):"
         f" {'yes' if report['ok'] else '**NO**'}.",
     ]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _puts_lines(report: dict[str, Any]) -> list[tuple[int, str, float, list[dict[str, Any]]]]:
+    puts = report["puts"]
+    spread = report["settings"]["puts"]
+    kinds = [
+        (1, "model", "the model", puts["one_partition_puts_per_sec"]),
+        (spread, "model", "the model", puts["spread_puts_per_sec"]),
+        (spread, "server", "straight to the server", puts["server_puts_per_sec"]),
+    ]
+    return [
+        (
+            keys,
+            label,
+            median,
+            [r for r in puts["rows"] if r["through"] == through and r["partition_keys"] == keys],
+        )
+        for keys, through, label, median in kinds
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds: the smoke test's sizes")
     parser.add_argument("--puts", type=int, default=Settings.puts)
     parser.add_argument("--put-tasks", type=int, default=Settings.put_tasks)
+    parser.add_argument("--put-rounds", type=int, default=Settings.put_rounds)
     parser.add_argument("--small-partition-wcu", type=float, default=Settings.small_partition_wcu)
     parser.add_argument("--tasks", type=int, default=Settings.tasks)
     parser.add_argument("--row-secs", type=float, default=Settings.row_secs)
@@ -310,7 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         QUICK
         if args.quick
         else Settings(
-            args.puts, args.put_tasks, args.small_partition_wcu, args.tasks, args.row_secs
+            puts=args.puts,
+            put_tasks=args.put_tasks,
+            put_rounds=args.put_rounds,
+            small_partition_wcu=args.small_partition_wcu,
+            tasks=args.tasks,
+            row_secs=args.row_secs,
         )
     )
     return _report.measure_and_save(

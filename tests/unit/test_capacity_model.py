@@ -433,3 +433,27 @@ def test_the_default_model_is_aws_per_partition_limit() -> None:
         "burst_secs": 0.1,
         "round_trip_ms": [2.0, 6.0],
     }
+
+
+def _puts_per_sec_in_model_time(pks: int, puts: int = 600, pace_secs: float = 0.001) -> float:
+    """A client that sends a conditional put every ``pace_secs`` of the model's clock (one in
+    flight per tick, a throttled put sent again on the next tick) puts ``puts`` items over
+    ``pks`` partition keys through 200 WCU/s per partition: the puts per second it gets."""
+    clock = Clock()
+    budgets = keyed(clock, partition_wcu_per_sec=200)
+    done = 0
+    while done < puts:
+        clock.now += pace_secs
+        item = put(f"orders#{done % pks}", sk=done + 1)
+        item["ConditionExpression"] = "attribute_not_exists(pk)"
+        done += budgets.admit("PutItem", item).admitted
+    return puts / clock.now
+
+
+def test_one_partition_key_holds_600_puts_to_its_budget_and_600_keys_do_not() -> None:
+    # The issue's check of the model, in the model's own time: a client five times faster
+    # than the budget (a put every millisecond) against 200 WCU/s per partition.
+    one = _puts_per_sec_in_model_time(pks=1)
+    spread = _puts_per_sec_in_model_time(pks=600)
+    assert 195 <= one <= 300  # the budget, and the 20 WCU of a fresh partition's burst
+    assert spread >= 2 * one and spread == pytest.approx(1000)  # the client's own pace
