@@ -59,6 +59,9 @@ from aioseq.errors import WrongEventLoop as WrongEventLoop
 from aioseq.formatting import IdFormat as IdFormat
 from aioseq.formatting import zero_pad as zero_pad
 
+# item layouts
+from aioseq.layout import ShardedItems as ShardedItems
+
 # configuration
 from aioseq.numbering import Numbering as Numbering
 
@@ -112,6 +115,7 @@ __all__ = [
     "RetryPolicy",
     "SequenceSource",
     "ServiceUnavailable",
+    "ShardedItems",
     "SortKeyCounter",
     "StatisticsObserver",
     "StoreClosed",

@@ -346,6 +346,30 @@ def hard_days_table() -> None:
     emit(hard_days.markdown(_report("hard_days")), lang=None)
 
 
+def partitions_table() -> None:
+    """What the item layouts take through the partition budget, from
+    docs/performance/partitions.json."""
+    from benchmarks import partitions
+
+    emit(partitions.markdown(_report("partitions")), lang=None)
+
+
+def partitions_sentence() -> None:
+    """One sentence of the layouts' figures (README), from docs/performance/partitions.json."""
+    report = _report("partitions")
+    by = {(r["shards"], r["strategy"], r["budget"]): r["puts_per_sec"] for r in report["layouts"]}
+    tasks = report["settings"]["tasks"]
+    emit(
+        f"the transactional counter with its items beside the counter item made"
+        f" {by[(None, 'transactional', 'partition')]:,} puts/s at {tasks} tasks, against"
+        f" {by[(32, 'transactional', 'partition')]:,} with them over 32 shards, and"
+        f" {by[(None, 'transactional', 'item')]:,} beside the counter item when the model"
+        " budgets each item apart, as no AWS table does (`make bench-partitions`,"
+        f" {report['date'][:10]}).",
+        lang=None,
+    )
+
+
 def guard_table() -> None:
     """The hot path's guarded figures, from docs/performance/guard.json."""
     from benchmarks import guard

@@ -13,8 +13,9 @@
   with no server and no network.
 - [`ManualClock`][aioseq.testing.ManualClock]: a clock tests move by hand, for the store's
   ``clock=``: retries, backoffs, leases and idle sweeps with no real wait.
-- [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a write
-  budget per item, throttled as DynamoDB throttles a hot key, and a round trip per request.
+- [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a
+  write and a read budget per partition key value, throttled as DynamoDB throttles a hot
+  partition, and a round trip per request.
 - [`serving()`][aioseq.testing.serving] / [`serving_endpoint()`][aioseq.testing.serving_endpoint]:
   the endpoint given (or configured), or a moto or DynamoDB Local server started for a ``with``
   block ([`Endpoint`][aioseq.testing.Endpoint],
