@@ -165,9 +165,10 @@ class CapacityModel:
             pause. Small by default (0.1 s: 100 WCU at 1,000 WCU/s): AWS does not publish the
             window over which it enforces a partition's limit, but it is short, and the 300 s
             of burst credits AWS keeps for a table do not lift that limit; a large bucket
-            would also hide throttling in a test of a few seconds. A bucket always holds at
-            least the cost of the request being decided, so no request is too large to ever
-            pass.
+            would also hide throttling in a test of a few seconds. A new partition's bucket
+            starts with that much; a request that costs more waits until its cost has
+            accrued (while it is decided, the bucket holds up to its cost), so no request is
+            too large to ever pass, and none passes faster than the rate.
         round_trip_secs: ``(lo, hi)``: each request's added round trip is drawn uniformly
             from ``[lo, hi]`` seconds (0 <= lo <= hi); half is spent before the request is
             forwarded, half before its answer is delivered. ``(0.0, 0.0)``: none. Within one
@@ -529,6 +530,9 @@ class CapacityLedger:
         budgets = [self.budget_of(c) for c in charges]
         if not any(budgets):
             return Admission(operation, charges, (), 0.0)
+        for b in budgets:  # a partition seen first holds its burst, and fills from now on
+            if b is not None and b not in self._buckets:
+                self._buckets[b] = (self.model.bucket(b[2]), self.clock())
         wanted: dict[Budget, float] = {}
         for budget, charge in zip(budgets, charges, strict=True):
             if budget is not None:  # one partition, several items: their costs add up

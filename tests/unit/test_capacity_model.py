@@ -329,7 +329,11 @@ def test_a_request_larger_than_the_bucket_passes_once_its_cost_has_accrued() -> 
     clock = Clock()
     budgets = per_item(clock, 8, burst_secs=0.125)  # 1 WCU; a 3 KB put: 3
     big = put("a", 3000)
-    assert budgets.admit("PutItem", big).wcu == 3  # a fresh item holds one request's cost
+    assert not budgets.admit("PutItem", big).admitted  # a new item holds its 1 WCU of burst
+    clock.now += 0.125
+    assert not budgets.admit("PutItem", big).admitted
+    clock.now += 0.125  # 3 WCU accrued: never faster than the rate
+    assert budgets.admit("PutItem", big).wcu == 3
     clock.now += 0.25
     assert not budgets.admit("PutItem", big).admitted
     clock.now += 0.125
@@ -448,6 +452,17 @@ def _puts_per_sec_in_model_time(pks: int, puts: int = 600, pace_secs: float = 0.
         item["ConditionExpression"] = "attribute_not_exists(pk)"
         done += budgets.admit("PutItem", item).admitted
     return puts / clock.now
+
+
+def test_large_transactions_on_a_new_partition_get_no_more_than_the_rate() -> None:
+    clock = Clock()
+    budgets = keyed(clock, partition_wcu_per_sec=150)  # 15 WCU of burst
+    sent = 0
+    for _ in range(200):  # 2 s, a transaction of 100 puts (200 WCU) tried every 10 ms
+        clock.now += 0.01
+        request = transact(*(("Put", put("issues", sk=sent + i)) for i in range(100)))
+        sent += 100 * budgets.admit("TransactWriteItems", request).admitted
+    assert budgets.charged_wcu <= 15 + 150 * 2 and sent == 100  # one, once 200 WCU accrued
 
 
 def test_one_partition_key_holds_600_puts_to_its_budget_and_600_keys_do_not() -> None:
