@@ -367,7 +367,7 @@ async def partition_ceiling(store: DynamoStore, key: str) -> float | None:
     items under 1 KB. The counter item's own writes take some of it too.
 
     DynamoDB calls: one eventually consistent ``Query`` of the counter's partition,
-    ``Limit`` 2 (0.5 RCU).
+    ``Limit`` 2 (at least 0.5 RCU: 0.5 per 4 KB of the two items read).
 
     Raises:
         ConfigurationError: a bad key.

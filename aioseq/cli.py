@@ -234,8 +234,8 @@ def _add_operations(
         "--shards",
         type=int,
         metavar="N",
-        help="the items are spread over N shards, P#0 .. P#N-1 (with --partition P: a Query"
-        " of each)",
+        help="the items are spread over N shards, P#0 .. P#N-1, P the --partition (needed):"
+        " a Query of each",
     )
 
     audit = commands.add_parser(

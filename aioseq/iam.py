@@ -50,6 +50,8 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "sort_key_counter": frozenset({"Query", "PutItem", "TransactWriteItems"}),
     # first read; the counter update and the put(s) in one transaction
     "transactional_counter": frozenset({"GetItem", "TransactWriteItems"}),
+    # aioseq.ShardedItems.items(): a Query of each shard
+    "sharded_items": frozenset({"Query"}),
     # DynamoStore.create_table() / aioseq create-table: create, then wait until active
     "create_table": frozenset({"CreateTable", "DescribeTable"}),
     # DynamoStore.check_table()
@@ -66,8 +68,9 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "set_counter": frozenset({"UpdateItem"}),
     # aioseq.admin.list_counters() / aioseq list: a paginated Scan of the counter table
     "list_counters": frozenset({"Scan"}),
-    # aioseq.admin.describe_counter() / aioseq describe: one GetItem
-    "describe_counter": frozenset({"GetItem"}),
+    # aioseq.admin.describe_counter(): one GetItem; aioseq describe also asks
+    # admin.partition_ceiling(), a Query of the counter item's partition
+    "describe_counter": frozenset({"GetItem", "Query"}),
     # aioseq.admin.start_after_maximum() / aioseq start-after: a parallel Scan of the table
     # that holds the ids (give its ARN too), or with --partition its key schema and a Query;
     # the counter item's GetItem and UpdateItem
@@ -83,6 +86,7 @@ RUNTIME_FEATURES: tuple[str, ...] = (
     "optimistic_counter",
     "sort_key_counter",
     "transactional_counter",
+    "sharded_items",
     "ensure_at_least",
 )
 #: The features that manage the table and operate counters (deployment, operators, tests).

@@ -73,7 +73,9 @@ class CounterStatistics:
         partition_ceiling: that ceiling: the puts per second that partition takes on AWS at
             the WCU these puts cost (1,000 WCU/s divided by their mean cost: 2 WCU per KB in
             a transaction, 1 alone); at most that, since the counter item's own writes share
-            it. ``None`` when no put shared the partition (the items are spread elsewhere).
+            it (about half of it for ungrouped transactional puts). ``None`` when no put
+            shared the counter item's partition; items kept together in one other
+            collection have the same ceiling, which this does not see.
     """
 
     numbers: int = 0
@@ -167,7 +169,7 @@ class Strategy:
             partition_ceiling=PARTITION_WCU_PER_SEC * shared / self._shared_wcu if shared else None,
         )
 
-    def _stored_beside(self, items: Sequence[Item], *, transactional: bool) -> None:
+    def _count_shared_partition(self, items: Sequence[Item], *, transactional: bool) -> None:
         """Count ``items``, stored in the partition the counter writes, and their WCU."""
         self._shared_puts += len(items)
         self._shared_wcu += sum(

@@ -96,6 +96,10 @@ class ItemWriter(Protocol[W]):
     def stored(self, write: W) -> None:
         """``write`` was applied (its answer came back)."""
 
+    def applied(self, write: W) -> None:
+        """``write`` is applied, its answer come back or found applied after it was lost: its
+        numbers are handed out next. Called once per write."""
+
     def unresolved(self, write: W) -> None:
         """``write`` may have been applied and its outcome will not be known."""
 
@@ -192,6 +196,7 @@ class GroupCommitter(Generic[W]):
                 raise
             else:
                 writer.stored(write)
+            writer.applied(write)
             pending = None
             self.limit = None
             handed_out(len(write.numbers))

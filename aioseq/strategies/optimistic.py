@@ -212,6 +212,9 @@ class OptimisticCounter(ConditionalCounterStrategy):
         self._item.committed(write.counter_write, write.secs)
         self._lost.seen(write.counter_write.before)  # (the counter item its condition matched)
 
+    def applied(self, write: _Write) -> None:
+        """Nothing to count: the optimistic counter stores no items."""
+
     def unresolved(self, write: _Write) -> None:
         """Left to the token ring, as an abandoned write is."""
         self._lost.gave_up(write.counter_write, "the retry policy ran out first")

@@ -330,10 +330,12 @@ class SortKeyCounter(GroupCommitStrategy):
         return Settled.REBUILD
 
     def stored(self, write: _Puts) -> None:
-        """The collection's highest number is now the write's last; its items are counted as
-        sharing the collection's partition (they always do)."""
+        """The collection's highest number is now the write's last."""
         self._highest = write.numbers[-1]
-        self._stored_beside(write.items, transactional=len(write.items) > 1)
+
+    def applied(self, write: _Puts) -> None:
+        """Its items share the collection's partition (they always do): counted."""
+        self._count_shared_partition(write.items, transactional=len(write.items) > 1)
 
     def unresolved(self, write: _Puts) -> None:
         """Nothing to count: a put whose outcome is unknown keeps its token in its item."""

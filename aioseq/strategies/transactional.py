@@ -371,15 +371,17 @@ class TransactionalCounter(ConditionalCounterStrategy):
         )
 
     def stored(self, write: _Transaction) -> None:
-        """The counter item is now what the transaction wrote; its turn, if any, is used. Items
-        stored in the counter item's partition are counted."""
+        """The counter item is now what the transaction wrote; its turn, if any, is used."""
         self._item.committed(write.counter_write, write.secs)
+
+    def applied(self, write: _Transaction) -> None:
+        """Its items stored in the counter item's partition are counted."""
         if self.item_table == self.store.table.name:
             partition_key = self.store.table.partition_key
             counter_partition = self._item.primary_key[partition_key]
-            beside = [i for i in write.items if i.get(partition_key) == counter_partition]
-            if beside:
-                self._stored_beside(beside, transactional=True)
+            shared = [i for i in write.items if i.get(partition_key) == counter_partition]
+            if shared:
+                self._count_shared_partition(shared, transactional=True)
         self._lost.seen(write.counter_write.before)  # (the counter item its condition matched)
 
     def unresolved(self, write: _Transaction) -> None:

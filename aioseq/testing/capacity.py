@@ -92,6 +92,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aioseq._items import item_size, write_units
+from aioseq._limits import PARTITION_RCU_PER_SEC, PARTITION_WCU_PER_SEC
 from aioseq.errors import ConfigurationError
 
 __all__ = [
@@ -107,7 +108,6 @@ __all__ = [
     "request_charges",
     "tables_of",
     "throttled_answer",
-    "write_cost_wcu",
 ]
 
 #: What one write capacity unit covers, in bytes (a read capacity unit covers 4 KB).
@@ -179,8 +179,8 @@ class CapacityModel:
         ConfigurationError: a value out of range.
     """
 
-    partition_wcu_per_sec: float = 1000.0
-    partition_rcu_per_sec: float = 3000.0
+    partition_wcu_per_sec: float = float(PARTITION_WCU_PER_SEC)
+    partition_rcu_per_sec: float = float(PARTITION_RCU_PER_SEC)
     partition_by: PartitionBy = "partition-key"
     burst_secs: float = 0.1
     round_trip_secs: tuple[float, float] = (0.0, 0.0)
@@ -232,12 +232,6 @@ class CapacityModel:
         return CapacityLedger(self, clock=clock)
 
 
-def write_cost_wcu(size_bytes: int, *, transactional: bool = False) -> int:
-    """WCU of a write of an item of ``size_bytes``: ``ceil(size / 1 KB)``, at least 1; twice
-    that for an action of a transaction."""
-    return write_units(size_bytes, transactional=transactional)
-
-
 def read_cost_rcu(
     size_bytes: int, *, consistent: bool = False, transactional: bool = False
 ) -> float:
@@ -269,8 +263,8 @@ class Charge:
         table: the table name, as sent.
         key: the item's primary key (AttributeValues) as canonical JSON; for a ``PutItem`` to a
             table whose key is not known yet, the whole item; for a ``Query``, the partition.
-        partition: the partition key value as canonical JSON; ``key`` when the table's
-            partition key is not known.
+        partition: the partition key as canonical JSON, ``{name: value}``; ``key`` when the
+            table's partition key is not known.
         unit: ``"WCU"`` or ``"RCU"``.
         units: its cost; for a read, the least it can cost (the rest is charged from the
             answer: [`CapacityLedger.settle()`][aioseq.testing.capacity.CapacityLedger.settle]).
@@ -350,7 +344,7 @@ def request_charges(
             key = body.get("Key")
             if not isinstance(key, dict) or not key:
                 return None
-            cost = write_cost_wcu(0, transactional=transactional)
+            cost = write_units(0, transactional=transactional)
             return _key_charge(table, key, known.get(table), "WCU", cost)
         item = body.get("Item")
         if not isinstance(item, dict):
@@ -361,7 +355,7 @@ def request_charges(
             return None  # not AttributeValues: DynamoDB refuses it
         table_keys = known.get(table)
         key = {n: v for n, v in item.items() if n in table_keys.names} if table_keys else item
-        cost = write_cost_wcu(size, transactional=transactional)
+        cost = write_units(size, transactional=transactional)
         return _key_charge(table, key or item, table_keys, "WCU", cost)
 
     def read(body: object, how: ReadKind) -> Charge | None:
@@ -511,8 +505,9 @@ class CapacityLedger:
     def level(
         self, table: str, partition: str, unit: Unit = "WCU", *, ceiling: float | None = None
     ) -> float:
-        """Units in the bucket of ``partition`` (canonical JSON of the partition key value,
-        or of the item's key with ``partition_by="item"``) of ``table`` now; below 0 while a
+        """Units in the bucket of ``partition`` (the partition key as canonical JSON,
+        ``{name: value}``, or the item's key with ``partition_by="item"``) of ``table`` now;
+        below 0 while a
         large read is paid off (``ceiling``: the bucket's size, by default
         [`CapacityModel.bucket()`][aioseq.testing.CapacityModel.bucket])."""
         top = self.model.bucket(unit) if ceiling is None else ceiling

@@ -338,7 +338,7 @@ class FaultProxy(Server):
 
         async def describe(table: str) -> None:
             body = json.dumps({"TableName": table}).encode()
-            with contextlib.suppress(aiohttp.ClientError):  # then each item is its own
+            with contextlib.suppress(aiohttp.ClientError, ValueError):  # asked again next time
                 async with session.post(  # local servers do not check signatures
                     self.target_url + "/",
                     data=body,
@@ -350,7 +350,11 @@ class FaultProxy(Server):
         for table in sorted(unknown):
             if table not in self._described:
                 self._described[table] = asyncio.ensure_future(describe(table))
-            await asyncio.shield(self._described[table])
+            asked = self._described[table]
+            await asyncio.shield(asked)
+            with self._lock:
+                if not self._ledger.knows(table) and self._described.get(table) is asked:
+                    del self._described[table]  # no answer (no such table yet): ask again
 
     def _learn(self, operation: str, body: bytes, payload: bytes) -> None:
         """Let the capacity model learn tables' key attributes from an answered request."""
@@ -599,6 +603,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "round_trip_secs": args.round_trip_ms,
         }
         if args.item_wcu_per_sec is not None:
+            if args.partition_rcu_per_sec is not None:
+                parser.error("--item-wcu-per-sec budgets no reads: --partition-rcu-per-sec"
+                             " has no effect with it")  # fmt: skip
             given.update(partition_wcu_per_sec=args.item_wcu_per_sec, partition_by="item")
         if any(v is not None for v in given.values()):
             capacity = CapacityModel(

@@ -25,6 +25,7 @@ from aioseq import (
     DynamoStore,
     Numbering,
     OptimisticCounter,
+    ShardedItems,
     SortKeyCounter,
     TableSpec,
     TransactionalCounter,
@@ -137,6 +138,8 @@ async def test_every_request_is_within_the_documented_policy(
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()
+    with record.feature("sharded_items"):
+        assert [item async for item in ShardedItems("invoice", 4).items(store)] == []
 
     # Operating counters (issue #16): every path of each, refusals included.
     with record.feature("ensure_at_least"):
@@ -149,8 +152,9 @@ async def test_every_request_is_within_the_documented_policy(
         await admin.set_counter(store, "orders", 10, allow_backward=True)
     with record.feature("list_counters"):
         assert "orders" in [info.key async for info in admin.list_counters(store)]
-    with record.feature("describe_counter"):
+    with record.feature("describe_counter"):  # as `aioseq describe` asks
         await admin.describe_counter(store, "orders")
+        await admin.partition_ceiling(store, "orders")
         with pytest.raises(CounterNotFound):
             await admin.describe_counter(store, "never-used")
     with record.feature("start_after_maximum"):  # scans the items' table, moves "orders"

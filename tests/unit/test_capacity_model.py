@@ -12,6 +12,7 @@ from checks import Clock
 from aioseq import (
     ConfigurationError,
 )
+from aioseq._items import write_units
 from aioseq.testing import CapacityModel
 from aioseq.testing.capacity import (
     HOT_KEY_READ_REASON,
@@ -23,7 +24,6 @@ from aioseq.testing.capacity import (
     request_charges,
     tables_of,
     throttled_answer,
-    write_cost_wcu,
 )
 
 
@@ -105,7 +105,7 @@ def test_updates_deletes_and_condition_checks_cost_one_wcu_twice_in_a_transactio
         ("Update", update("a")), ("Delete", update("b")), ("ConditionCheck", update("c"))
     )
     assert [a.units for a in request_charges("TransactWriteItems", both)] == [2, 2, 2]
-    assert write_cost_wcu(0) == 1 and write_cost_wcu(2049, transactional=True) == 6
+    assert write_units(0) == 1 and write_units(2049, transactional=True) == 6
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioseq import ConfigurationError, DynamoStore
+from aioseq import ConfigurationError, DynamoStore, NumberOutOfRange, TableSpec
 from aioseq.layout import MAX_SHARDS, ShardedItems
 from aioseq.testing import FakeDynamoDB
 
@@ -24,6 +24,10 @@ def test_a_number_picks_its_shard_and_is_its_sort_key() -> None:
     assert "orders-acme" not in orders.partitions()  # the counter item's partition: none
     other = ShardedItems("t", shards=2, partition_key="tenant", sort_key="n")
     assert other.key(3) == {"tenant": "t#1", "n": 3}
+    padded = ShardedItems("s", shards=3, width=6)  # a table whose sort key is a string
+    assert padded.key(7) == {"pk": "s#1", "sk": "000007"}
+    with pytest.raises(NumberOutOfRange):
+        padded.key(10**6)
 
 
 @pytest.mark.parametrize(
@@ -36,6 +40,9 @@ def test_a_number_picks_its_shard_and_is_its_sort_key() -> None:
         {"prefix": "p", "shards": MAX_SHARDS + 1},
         {"prefix": "p", "shards": 2.0},
         {"prefix": "p", "shards": 4, "sort_key": ""},
+        {"prefix": "p", "shards": 4, "width": 0},
+        {"prefix": "p", "shards": 4, "width": 39},
+        {"prefix": "p", "shards": 10**9},
     ],
 )
 def test_bad_layouts_are_refused(bad: dict[str, Any]) -> None:
@@ -88,6 +95,16 @@ async def test_stopping_early_reads_no_more_pages(
             break
     assert taken == [1, 2, 3, 4, 5]
     assert fake.requests["Query"] - before == 3 + 1  # a page from each shard, then shard 1's
+
+
+async def test_string_sort_keys_come_back_in_number_order(fake: FakeDynamoDB) -> None:
+    spec = TableSpec(name="padded", sort_key_type="S")
+    async with DynamoStore(transport=fake, table=spec) as store:
+        await store.create_table()
+        spread = ShardedItems("inv", shards=3, width=4)
+        invoices = store.transactional_counter("inv")
+        await asyncio.gather(*(invoices.put(spread.key) for _ in range(11)))
+        assert [i["sk"] async for i in spread.items(store)] == [f"{n:04d}" for n in range(1, 12)]
 
 
 async def test_empty_shards_and_gaps_are_fine(fake_store: DynamoStore) -> None:
