@@ -79,6 +79,7 @@ __all__ = [
     "describe_counter",
     "ensure_at_least",
     "list_counters",
+    "partition_ceiling",
     "scan_maximum",
     "set_counter",
     "set_numbering",
