@@ -568,6 +568,7 @@ async def section_far(endpoint: str, s: Settings) -> list[dict[str, Any]]:
         "longest_standstill_secs": round(standstill_secs(found), 3),
         "items": items,
         "entries_left": entries,
+        "model": model.describe(),  # a round trip only: no budget is reached
         "goals": goals,
         "ok": all(g["met"] for g in goals),
     }
