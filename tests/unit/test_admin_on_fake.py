@@ -11,11 +11,13 @@ from aioseq import (
     DynamoStore,
     Numbering,
     NumberingMismatch,
+    TableSpec,
 )
 from aioseq.admin import (
     describe_counter,
     ensure_at_least,
     list_counters,
+    partition_ceiling,
     scan_maximum,
     set_counter,
     set_numbering,
@@ -93,3 +95,25 @@ async def test_the_statistics_observer_counts_requests_retries_refills_and_waste
     assert sum(stats.retries.values()) == 1
     assert stats.refills >= 3
     assert stats.evictions == 1
+
+
+async def test_the_partition_ceiling_is_there_when_items_share_the_counters_partition(
+    fake_store: DynamoStore, fake: FakeDynamoDB
+) -> None:
+    beside = fake_store.transactional_counter("beside")
+    await beside.put(lambda n: {"pk": "beside", "sk": n})
+    big = fake_store.transactional_counter("big")
+    await big.put(lambda n: {"pk": "big", "sk": n, "note": "x" * 3000})  # 3 KB: 6 WCU
+    spread = fake_store.transactional_counter("spread")
+    await spread.put(lambda n: {"pk": f"spread#{n}", "sk": n})
+    fake.reset()
+    assert await partition_ceiling(fake_store, "beside") == 500
+    assert await partition_ceiling(fake_store, "big") == pytest.approx(1000 / 6)
+    assert await partition_ceiling(fake_store, "spread") is None  # the counter item alone
+    assert await partition_ceiling(fake_store, "never-used") is None
+    assert fake.requests == {"Query": 4}
+    async with DynamoStore(
+        transport=fake, table=TableSpec(name="no-sort-key", sort_key=None)
+    ) as flat:
+        assert await partition_ceiling(flat, "beside") is None  # no request: nothing beside
+    assert fake.requests == {"Query": 4}
