@@ -166,9 +166,10 @@ class CapacityModel:
             window over which it enforces a partition's limit, but it is short, and the 300 s
             of burst credits AWS keeps for a table do not lift that limit; a large bucket
             would also hide throttling in a test of a few seconds. A new partition's bucket
-            starts with that much; a request that costs more waits until its cost has
-            accrued (while it is decided, the bucket holds up to its cost), so no request is
-            too large to ever pass, and none passes faster than the rate.
+            starts full. A request that costs more than a full bucket (a transaction of many
+            items) passes when the bucket is full and leaves it in debt, which the rate pays
+            off before anything else passes: no request is too large to pass or starved by
+            smaller ones, and over time a partition takes its rate, plus one request at most.
         round_trip_secs: ``(lo, hi)``: each request's added round trip is drawn uniformly
             from ``[lo, hi]`` seconds (0 <= lo <= hi); half is spent before the request is
             forwarded, half before its answer is delivered. ``(0.0, 0.0)``: none. Within one
@@ -532,11 +533,11 @@ class CapacityLedger:
         for budget, charge in zip(budgets, charges, strict=True):
             if budget is not None:  # one partition, several items: their costs add up
                 wanted[budget] = wanted.get(budget, 0.0) + charge.units
-        levels = {
-            b: self.level(*b, ceiling=max(self.model.bucket(b[2]), cost))
-            for b, cost in wanted.items()
-        }
-        over = tuple(i for i, b in enumerate(budgets) if b is not None and levels[b] < wanted[b])
+        levels = {b: self.level(*b) for b in wanted}
+        # A request costing more than a full bucket passes once the bucket is full, and leaves
+        # it in debt: it is never starved by smaller ones, and the rate still holds.
+        needed = {b: min(cost, self.model.bucket(b[2])) for b, cost in wanted.items()}
+        over = tuple(i for i, b in enumerate(budgets) if b is not None and levels[b] < needed[b])
         if over:
             self.throttled += 1
             return Admission(operation, charges, over, 0.0)

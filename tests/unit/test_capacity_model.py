@@ -325,18 +325,18 @@ def test_per_item_items_and_tables_have_budgets_of_their_own() -> None:
     assert budgets.admit("PutItem", put("a", sk=1)).admitted  # another item of partition a
 
 
-def test_a_request_larger_than_the_bucket_passes_once_its_cost_has_accrued() -> None:
+def test_a_request_larger_than_the_bucket_passes_when_it_is_full_and_leaves_a_debt() -> None:
     clock = Clock()
     budgets = per_item(clock, 8, burst_secs=0.125)  # 1 WCU; a 3 KB put: 3
+    budgets.keys.update(T_KEYS)  # the put and the updates: one item
     big = put("a", 3000)
-    assert not budgets.admit("PutItem", big).admitted  # a new item holds its 1 WCU of burst
-    clock.now += 0.125
-    assert not budgets.admit("PutItem", big).admitted
-    clock.now += 0.125  # 3 WCU accrued: never faster than the rate
-    assert budgets.admit("PutItem", big).wcu == 3
+    key = request_charges("PutItem", big, T_KEYS)[0].key
+    assert budgets.admit("PutItem", big).wcu == 3  # a new item's bucket is full: it passes
+    assert budgets.level("t", key) == -2.0  # in debt
     clock.now += 0.25
+    assert not budgets.admit("UpdateItem", update("a")).admitted  # the debt is paid first
     assert not budgets.admit("PutItem", big).admitted
-    clock.now += 0.125
+    clock.now += 0.125  # full again: 3 WCU in 0.375 s, the rate
     assert budgets.admit("PutItem", big).admitted
     clock.now += 10.0  # and a full bucket holds its own size, for smaller requests
     assert [budgets.admit("UpdateItem", update("a")).admitted for _ in range(2)] == [True, False]
@@ -454,15 +454,18 @@ def _puts_per_sec_in_model_time(pks: int, puts: int = 600, pace_secs: float = 0.
     return puts / clock.now
 
 
-def test_large_transactions_on_a_new_partition_get_no_more_than_the_rate() -> None:
+def test_large_transactions_get_the_rate_plus_one_and_are_not_starved() -> None:
     clock = Clock()
     budgets = keyed(clock, partition_wcu_per_sec=150)  # 15 WCU of burst
-    sent = 0
-    for _ in range(200):  # 2 s, a transaction of 100 puts (200 WCU) tried every 10 ms
-        clock.now += 0.01
+    sent = small = 0
+    for _ in range(400):  # 4 s: a transaction of 100 puts (200 WCU) and a 1-WCU update,
+        clock.now += 0.01  # each tried every 10 ms
         request = transact(*(("Put", put("issues", sk=sent + i)) for i in range(100)))
         sent += 100 * budgets.admit("TransactWriteItems", request).admitted
-    assert budgets.charged_wcu <= 15 + 150 * 2 and sent == 100  # one, once 200 WCU accrued
+        small += budgets.admit("UpdateItem", update("issues")).admitted
+    assert budgets.charged_wcu <= 15 + 150 * 4 + 200  # the rate, plus one request at most
+    assert sent >= 200  # the large one passed more than once, for all the small ones
+    assert budgets.charged_wcu >= 0.9 * 150 * 4
 
 
 def test_one_partition_key_holds_600_puts_to_its_budget_and_600_keys_do_not() -> None:
