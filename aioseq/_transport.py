@@ -70,6 +70,9 @@ ERRORS: dict[str, type[StoreError]] = {
     "RequestLimitExceeded": Throttled,
     "TransactionConflictException": TransactionConflict,
     "TransactionInProgressException": TransactionConflict,
+    # A global table with multi-Region strong consistency: another Region's request is
+    # modifying the item; rejected, not applied, and safe to retry.
+    "ReplicatedWriteConflictException": TransactionConflict,
     "InternalServerError": ServiceUnavailable,
     "ServiceUnavailable": ServiceUnavailable,
 }

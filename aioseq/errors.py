@@ -338,8 +338,9 @@ class Throttled(StoreError):
 
 
 class TransactionConflict(StoreError):
-    """Another transaction was working on the same item (``TransactionConflictException``).
-    Retryable."""
+    """Another transaction was working on the same item (``TransactionConflictException``),
+    or, on a global table with multi-Region strong consistency, a request in another Region
+    was modifying it (``ReplicatedWriteConflictException``). Nothing was applied. Retryable."""
 
     retryable = True
 

@@ -197,6 +197,7 @@ async def test_an_answer_is_parsed_and_the_request_sent_once_as_given(
         ("ThrottlingException", 400, Throttled, True, False),
         ("RequestLimitExceeded", 400, Throttled, True, False),
         ("TransactionConflictException", 400, TransactionConflict, True, False),
+        ("ReplicatedWriteConflictException", 400, TransactionConflict, True, False),  # MRSC
         ("InternalServerError", 500, ServiceUnavailable, True, True),
         ("ServiceUnavailable", 503, ServiceUnavailable, True, True),
         ("SomethingNewException", 502, ServiceUnavailable, True, True),  # unknown, 5xx
