@@ -109,6 +109,13 @@ async def test_writers_started_together_under_deadlines_keep_the_counter_moving(
     queue entry is left on the counter item."""
     if backend == "moto" and deadline_secs < 0.1:
         pytest.skip("moto serves one request at a time, ~300 a second: 30 ms there is ~3 ms")
+    if backend == "moto" and not group:
+        # The session's moto server is serialized and shared with the other test worker, whose
+        # requests queue ahead of these: an ungrouped call waits for its writer's turn and the
+        # queue's cycle, which that queue can push past 0.1 s for every call (seen once in
+        # five fresh-clone runs: 0 served). What the test is for (a queue that serves none,
+        # or leaves entries behind) does not depend on the deadline's length.
+        deadline_secs = 0.3
     processes, tasks = SHAPE[backend]
     key = _key(f"{strategy}-{group}")
     load = Load(key, strategy, group, tasks, RUN_SECS, deadline_secs)
