@@ -451,7 +451,7 @@ async def stored_numbers(
     Raises:
         ConfigurationError: the table has no sort key.
     """
-    partitions = _partitions(store, partition, shards)
+    partitions = _partitions(partition, shards)
     return [n for n, _ in await _numbered_items(store, partitions, number_attribute, None)]
 
 
@@ -471,14 +471,14 @@ async def stored_payloads(
     Raises:
         ConfigurationError: the table has no sort key.
     """
-    partitions = _partitions(store, partition, shards)
+    partitions = _partitions(partition, shards)
     return dict(await _numbered_items(store, partitions, None, payload_attribute))
 
 
-def _partitions(store: DynamoStore, partition: str, shards: int | None) -> list[str]:
+def _partitions(partition: str, shards: int | None) -> list[str]:
     if shards is None:
         return [partition]
-    return ShardedItems(partition, shards, partition_key=store.table.partition_key).partitions()
+    return ShardedItems(partition, shards).partitions()
 
 
 async def _numbered_items(

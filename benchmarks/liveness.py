@@ -48,7 +48,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -58,6 +58,7 @@ from aioseq.config import TURN_ATTRIBUTE
 from aioseq.testing.capacity import CapacityModel
 from benchmarks import _report
 from benchmarks.defaults.bench import CapacityProxy
+from benchmarks.row import fresh_table
 
 STRATEGIES = ("optimistic", "transactional")
 SECTIONS = ("deadlines", "killed", "far")
@@ -393,18 +394,6 @@ async def first_number(endpoint: str, table: str, load: Load) -> dict[str, Any]:
         if process.is_alive():
             process.kill()
     return found
-
-
-@contextlib.asynccontextmanager
-async def fresh_table(endpoint: str) -> AsyncIterator[DynamoStore]:
-    """A store on a new table, deleted after."""
-    table = f"aioseq-live-{uuid.uuid4().hex[:12]}"
-    async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
-        await store.create_table()
-        try:
-            yield store
-        finally:
-            await store.delete_table()
 
 
 # --- sections --------------------------------------------------------------------------------

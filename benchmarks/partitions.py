@@ -27,15 +27,16 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aioseq import DynamoStore, RetryPolicy, TableSpec
+from aioseq import DynamoStore, RetryPolicy
 from aioseq.testing.capacity import CapacityModel
 from benchmarks import _report
 from benchmarks.defaults.bench import Bench, CapacityProxy, server_pid
 from benchmarks.defaults.options import Options, defaults
+from benchmarks.row import fresh_table
 
 ROUND_TRIP_SECS = (0.002, 0.006)
 
@@ -61,18 +62,6 @@ class Settings:
 
 
 QUICK = Settings(puts=60, put_tasks=8, put_rounds=1, tasks=16, row_secs=0.5, service_secs=0.5)
-
-
-@contextlib.asynccontextmanager
-async def fresh_table(endpoint: str) -> AsyncIterator[DynamoStore]:
-    """A store on a new table straight to the server (created and deleted there)."""
-    spec = TableSpec(name=f"bench-{uuid.uuid4().hex[:10]}")
-    async with DynamoStore.open(table=spec, endpoint_url=endpoint) as store:
-        await store.create_table()
-        try:
-            yield store
-        finally:
-            await store.delete_table()
 
 
 async def puts_row(

@@ -14,7 +14,7 @@ import statistics
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from aioseq._workload import check_numbers, take_numbers
 from aioseq.testing import serving
 from benchmarks.variants import Place, Variant
 
-__all__ = ["Row", "Share", "process_pool", "run_row", "run_share", "server"]
+__all__ = ["Row", "Share", "fresh_table", "process_pool", "run_row", "run_share", "server"]
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -44,6 +44,18 @@ def server(kind: str, endpoint_url: str | None = None) -> Iterator[tuple[str, st
         description = "embedded moto server (serialized, child process)"
     with serving(kind, endpoint_url) as endpoint:
         yield endpoint, description
+
+
+@contextlib.asynccontextmanager
+async def fresh_table(endpoint: str) -> AsyncIterator[DynamoStore]:
+    """A store straight to ``endpoint`` on a new table, created here and deleted after."""
+    table = f"aioseq-bench-{uuid.uuid4().hex[:12]}"
+    async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
+        await store.create_table()
+        try:
+            yield store
+        finally:
+            await store.delete_table()
 
 
 def _dynamodb_local_release() -> str:

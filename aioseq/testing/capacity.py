@@ -503,15 +503,12 @@ class CapacityLedger:
                 return None
         return (charge.table, charge.partition, charge.unit)
 
-    def level(
-        self, table: str, partition: str, unit: Unit = "WCU", *, ceiling: float | None = None
-    ) -> float:
+    def level(self, table: str, partition: str, unit: Unit = "WCU") -> float:
         """Units in the bucket of ``partition`` (the partition key as canonical JSON,
-        ``{name: value}``, or the item's key with ``partition_by="item"``) of ``table`` now;
-        below 0 while a
-        large read is paid off (``ceiling``: the bucket's size, by default
-        [`CapacityModel.bucket()`][aioseq.testing.CapacityModel.bucket])."""
-        top = self.model.bucket(unit) if ceiling is None else ceiling
+        ``{name: value}``, or the item's key with ``partition_by="item"``) of ``table`` now,
+        at most [`CapacityModel.bucket()`][aioseq.testing.CapacityModel.bucket]; below 0
+        while a large request or read is paid off."""
+        top = self.model.bucket(unit)
         state = self._buckets.get((table, partition, unit))
         if state is None:
             return top
