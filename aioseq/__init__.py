@@ -42,8 +42,11 @@ from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
 from aioseq.errors import EndpointDown as EndpointDown
 from aioseq.errors import EndpointUnreachable as EndpointUnreachable
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
+from aioseq.errors import NotHomeRegion as NotHomeRegion
+from aioseq.errors import NotSupportedByTable as NotSupportedByTable
 from aioseq.errors import NumberingMismatch as NumberingMismatch
 from aioseq.errors import NumberOutOfRange as NumberOutOfRange
+from aioseq.errors import RegionNotListed as RegionNotListed
 from aioseq.errors import RetriesExhausted as RetriesExhausted
 from aioseq.errors import ServiceUnavailable as ServiceUnavailable
 from aioseq.errors import StoreClosed as StoreClosed
@@ -52,6 +55,7 @@ from aioseq.errors import TableNotFound as TableNotFound
 from aioseq.errors import Throttled as Throttled
 from aioseq.errors import TransactionCanceled as TransactionCanceled
 from aioseq.errors import TransactionConflict as TransactionConflict
+from aioseq.errors import UnsafeGlobalTable as UnsafeGlobalTable
 from aioseq.errors import ValidationFailed as ValidationFailed
 from aioseq.errors import WrongEventLoop as WrongEventLoop
 
@@ -64,10 +68,14 @@ from aioseq.layout import ShardedItems as ShardedItems
 
 # configuration
 from aioseq.numbering import Numbering as Numbering
+from aioseq.numbering import RegionScope as RegionScope
 
 # observability
 from aioseq.observe import Observer as Observer
 from aioseq.observe import StatisticsObserver as StatisticsObserver
+
+# global tables
+from aioseq.regions import Replication as Replication
 
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
@@ -106,11 +114,16 @@ __all__ = [
     "ItemAlreadyExists",
     "ItemCounter",
     "ItemSpec",
+    "NotHomeRegion",
+    "NotSupportedByTable",
     "NumberOutOfRange",
     "Numbering",
     "NumberingMismatch",
     "Observer",
     "OptimisticCounter",
+    "RegionNotListed",
+    "RegionScope",
+    "Replication",
     "RetriesExhausted",
     "RetryPolicy",
     "SequenceSource",
@@ -127,6 +140,7 @@ __all__ = [
     "TransactionCanceled",
     "TransactionConflict",
     "TransactionalCounter",
+    "UnsafeGlobalTable",
     "ValidationFailed",
     "WrongEventLoop",
     "zero_pad",

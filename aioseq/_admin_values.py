@@ -160,6 +160,11 @@ def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str
             ``aioseq_numbering`` is not one aioseq wrote.
     """
     recorded = recorded_text(item, key)
+    if recorded is not None and recorded.startswith("regions="):
+        raise ConfigurationError(
+            f"counter {key!r} is Region-scoped ({recorded}): each Region has its own counter"
+            " item; describe it from a store with those regions= (aioseq --regions)"
+        )
     return CounterInfo(
         key=key,
         value=parse_counter(item, key, attribute),

@@ -105,8 +105,10 @@ def reason(exc: BaseException) -> str:
 
 def is_conflict_reason(reason: str) -> bool:
     """True for a `reason()` that is a lost race: a failed condition on the counter item
-    or the candidate key (alone, or among a transaction's cancellation reasons)."""
-    return "ConditionalCheckFailed" in reason
+    or the candidate key (alone, or among a transaction's cancellation reasons), or, on a
+    global table with multi-Region strong consistency, another Region's write of the item
+    (``ReplicatedWriteConflictException``)."""
+    return "ConditionalCheckFailed" in reason or reason == "ReplicatedWriteConflictException"
 
 
 class RetryEngine:

@@ -13,7 +13,7 @@ import functools
 import logging
 import weakref
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import aioboto3
@@ -27,11 +27,26 @@ from aioseq._retry import RetryEngine
 from aioseq._transport import BotocoreTransport
 from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
-from aioseq.config import DEFAULT_TABLE_NAME, MAX_NUMBER, GroupCommit, RetryPolicy, TableSpec
+from aioseq.config import (
+    DEFAULT_TABLE_NAME,
+    MAX_NUMBER,
+    NUMBERING_ATTRIBUTE,
+    GroupCommit,
+    RetryPolicy,
+    TableSpec,
+)
 from aioseq.contracts import Managed, Send, Transport
-from aioseq.errors import ConfigurationError, StoreClosed, StoreError, WrongEventLoop
-from aioseq.numbering import Numbering
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    NumberingMismatch,
+    StoreClosed,
+    StoreError,
+    WrongEventLoop,
+)
+from aioseq.numbering import Numbering, RegionScope, check_recorded
 from aioseq.observe import Observer
+from aioseq.regions import Replication, write_refusal
 from aioseq.strategies.atomic import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter, WriteForm
 from aioseq.strategies.sort_key import OnConflict, SortKeyCounter
@@ -101,10 +116,30 @@ class DynamoStore:
         runway_secs: the runway of every block allocator
             [`block_allocator()`][aioseq.DynamoStore.block_allocator] makes without one of its
             own, in seconds (default ``None``, or ``0``: none).
+        regions: Region-scoped numbering for a global table (see
+            [`aioseq.regions`][aioseq.regions]): the Regions that take numbers, in slot order
+            (``["us-east-1", "eu-west-1"]``), or a [`RegionScope`][aioseq.RegionScope]. Each
+            Region moves its own counter items and hands out its own residue class.
+        region_slots: with ``regions``, the count of slots (default: the Regions listed; more
+            leaves room to add Regions without renumbering).
+        home_region: the one Region whose stores write counters; stores elsewhere read only
+            ([`NotHomeRegion`][aioseq.errors.NotHomeRegion] on a write). Not with ``regions``.
+        region_name: the store's Region (default: its transport's, which is the client's).
 
     Raises:
         ConfigurationError: neither or both of ``client`` and ``transport``, an observer with
-            a transport, a bad ``idle_secs`` or ``runway_secs``.
+            a transport, a bad ``idle_secs``, ``runway_secs``, ``regions``, ``region_slots`` or
+            ``home_region``; both ``regions`` and ``home_region``; ``regions`` with no Region
+            known for the store.
+        RegionNotListed: the store's Region is not among ``regions``.
+
+    **Global tables.** Before its first write, the store reads ``DescribeTable`` once (no
+    capacity units) to learn its table's [`Replication`][aioseq.Replication]. On a global table
+    with multi-Region eventual consistency and neither ``regions`` nor ``home_region``, every
+    counter refuses to write ([`UnsafeGlobalTable`][aioseq.errors.UnsafeGlobalTable]); on one
+    with strong consistency, what needs transactions is refused
+    ([`NotSupportedByTable`][aioseq.errors.NotSupportedByTable]). A store that may not describe
+    the table logs it once and writes as on a table of one Region.
 
     **One object per key.** ``store.block_allocator(key)``, ``store.atomic_counter(key)``,
     ``store.transactional_counter(key)``, ``store.sort_key_counter(partition)`` and
@@ -125,8 +160,22 @@ class DynamoStore:
         idle_secs: float | None = DEFAULT_IDLE_SECS,
         clock: Clock | None = None,
         runway_secs: float | None = None,
+        regions: Sequence[str] | RegionScope | None = None,
+        region_slots: int | None = None,
+        home_region: str | None = None,
+        region_name: str | None = None,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
+        scope = _scope(regions, region_slots)
+        if home_region is not None:
+            check_region(home_region, "home_region")
+            if scope is not None:
+                raise ConfigurationError(
+                    "regions= and home_region= are two ways to share counters across Regions:"
+                    " pass one"
+                )
+        if region_name is not None:
+            check_region(region_name, "region_name")
         if idle_secs is not None:
             check_seconds(idle_secs, "idle_secs")
         if runway_secs == 0 and not isinstance(runway_secs, bool):
@@ -155,6 +204,20 @@ class DynamoStore:
             )
         self.transport: Transport = transport
         self.table = spec
+        #: This store's Region: ``region_name``, else its client's, else its transport's.
+        self.region: str | None = region_name or transport.region_name
+        #: Region-scoped numbering (``regions=``), or ``None``.
+        self.region_scope = scope
+        #: The one Region that writes counters (``home_region=``), or ``None``.
+        self.home_region = home_region
+        if scope is not None:
+            if self.region is None:
+                raise ConfigurationError(
+                    "regions= needs the store's Region: pass region_name= (the client has none)"
+                )
+            scope.slot(self.region)  # RegionNotListed, before anything is made or sent
+        self._replication: Replication | None = None
+        self._describing: asyncio.Future[Replication] | None = None
         self.observer = transport.observer
         #: The retry engine every request of this store and its objects runs under.
         self.retry = RetryEngine(self.retry_policy, self.observer, self.clock)
@@ -189,6 +252,9 @@ class DynamoStore:
         idle_secs: float | None = DEFAULT_IDLE_SECS,
         clock: Clock | None = None,
         runway_secs: float | None = None,
+        regions: Sequence[str] | RegionScope | None = None,
+        region_slots: int | None = None,
+        home_region: str | None = None,
     ) -> _Opening:
         """Open an aioboto3 session and one DynamoDB client that this store owns.
 
@@ -215,6 +281,9 @@ class DynamoStore:
             observer: see [`DynamoStore`][aioseq.DynamoStore] and
                 [`aioseq.observe`][aioseq.observe].
             idle_secs, clock, runway_secs: see [`DynamoStore`][aioseq.DynamoStore].
+            regions, region_slots, home_region: how counters are shared across the Regions of
+                a global table; see [`DynamoStore`][aioseq.DynamoStore] and
+                [`aioseq.regions`][aioseq.regions]. The store's Region is its client's.
 
         Returns:
             an awaitable that is also an async context manager, giving the open store.
@@ -236,6 +305,13 @@ class DynamoStore:
         if region_name is not None:
             check_region(region_name, "region_name")
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
+        scope = _scope(regions, region_slots)
+        if home_region is not None:
+            check_region(home_region, "home_region")
+        if scope is not None and home_region is not None:
+            raise ConfigurationError(
+                "regions= and home_region= are two ways to share counters across Regions: pass one"
+            )
 
         async def open_store() -> DynamoStore:
             client, stack = await open_client(
@@ -255,14 +331,20 @@ class DynamoStore:
                 clock=clock,
                 down_after_secs=(retry_policy or RetryPolicy()).max_unreachable_secs,
             )
-            return DynamoStore(
-                table=spec,
-                transport=transport,
-                retry_policy=retry_policy,
-                idle_secs=idle_secs,
-                clock=clock,
-                runway_secs=runway_secs,
-            )
+            try:
+                return DynamoStore(
+                    table=spec,
+                    transport=transport,
+                    retry_policy=retry_policy,
+                    idle_secs=idle_secs,
+                    clock=clock,
+                    runway_secs=runway_secs,
+                    regions=scope,
+                    home_region=home_region,
+                )
+            except BaseException:
+                await transport.aclose(timeout_secs=connect_timeout_secs)
+                raise
 
         return _Opening(open_store)
 
@@ -308,6 +390,8 @@ class DynamoStore:
     async def _close(self, timeout_secs: float) -> None:
         clock = self.clock
         deadline = clock.now() + timeout_secs
+        if self._describing is not None:
+            self._describing.cancel()  # its callers get StoreClosed
         await self._shared.aclose()
         made = list(self._made)
         # (An allocator's give-back goes through the atomic counter it owns and closes: the
@@ -393,7 +477,8 @@ class DynamoStore:
         object on every later call.
 
         Raises:
-            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
+                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (max_value, numbering)
@@ -401,6 +486,7 @@ class DynamoStore:
             "atomic_counter", key, options, ("max_value", "numbering")
         )
         if found is None:
+            self.refuse_writes_known()
             made = AtomicCounter(self, key, max_value=max_value, numbering=numbering)
             found = self._shared.add("atomic_counter", options, made)
         return found
@@ -419,7 +505,8 @@ class DynamoStore:
         the same object on every later call.
 
         Raises:
-            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
+                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (write, max_value, max_in_flight, _grouping(group))
@@ -427,6 +514,7 @@ class DynamoStore:
             "optimistic_counter", key, options, ("write", "max_value", "max_in_flight", "group")
         )
         if found is None:
+            self.refuse_writes_known()
             made = OptimisticCounter(
                 self,
                 key,
@@ -470,6 +558,7 @@ class DynamoStore:
             "sort_key_counter", partition, options, _SORT_KEY_OPTIONS
         )
         if found is None:
+            self.refuse_writes_known(transactions=group is not False)
             made = SortKeyCounter(
                 self,
                 partition,
@@ -499,7 +588,8 @@ class DynamoStore:
         first call, the same object on every later call.
 
         Raises:
-            ConfigurationError: a bad argument, or ``key``'s shared counter has other options.
+            ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
+                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (
@@ -514,6 +604,7 @@ class DynamoStore:
             "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
         )
         if found is None:
+            self.refuse_writes_known(transactions=True)
             made = TransactionalCounter(
                 self,
                 key,
@@ -570,6 +661,7 @@ class DynamoStore:
             "block_allocator", key, options, _ALLOCATOR_OPTIONS
         )
         if found is None:
+            self.refuse_writes_known()
             made = BlockAllocator(
                 self,
                 key,
@@ -648,12 +740,170 @@ class DynamoStore:
     # --- keys -------------------------------------------------------------------------------
 
     def counter_item_key(self, key: str) -> Item:
-        """The primary key of counter ``key``'s counter item, as AttributeValues."""
+        """The primary key of counter ``key``'s counter item in this store's Region, as
+        AttributeValues (under ``regions=``, that of
+        [`scoped_key()`][aioseq.DynamoStore.scoped_key])."""
+        return self._item_key(self.scoped_key(key))
+
+    def _item_key(self, value: str) -> Item:
         spec = self.table
-        item_key: Item = {spec.partition_key: {"S": key}}
+        item_key: Item = {spec.partition_key: {"S": value}}
         if spec.sort_key is not None:
             item_key[spec.sort_key] = {spec.sort_key_type: str(spec.counter_sort_key)}
         return item_key
+
+    def scoped_key(self, key: str) -> str:
+        """The partition key value counter ``key`` (or a sort-key collection) has in this
+        store's Region: ``key`` itself, or under ``regions=`` ``f"{key}@{region}"``."""
+        scope, region = self.region_scope, self.region
+        return key if scope is None or region is None else RegionScope.key_in(key, region)
+
+    def counter_numbering(self, numbering: Numbering) -> Numbering:
+        """``numbering`` as this store's Region hands it out: itself, or under ``regions=``
+        its share ([`RegionScope.share()`][aioseq.RegionScope.share])."""
+        scope, region = self.region_scope, self.region
+        return numbering if scope is None or region is None else scope.share(region, numbering)
+
+    # --- the Regions of a global table ------------------------------------------------------
+
+    async def replication(self) -> Replication:
+        """What the table says of its Regions, learned once per store (concurrent callers
+        share one request; [`check_table()`][aioseq.DynamoStore.check_table] and
+        [`create_table()`][aioseq.DynamoStore.create_table] learn it too).
+
+        DynamoDB calls: one ``DescribeTable`` (no capacity units), under the retry engine. An
+        ``AccessDeniedException`` is logged once and answered ``Replication(known=False)``.
+
+        Raises:
+            TableNotFound: the table does not exist.
+            RetriesExhausted: transient errors outlasted the retry policy.
+        """
+        if self._replication is not None:
+            return self._replication
+        if self._describing is None:
+            self._describing = asyncio.ensure_future(self._describe_replication())
+        describing = self._describing
+        try:
+            return await asyncio.shield(describing)
+        except asyncio.CancelledError:
+            if describing.cancelled():  # by the store's close, not this caller's
+                raise StoreClosed("the DynamoStore closed while it described its table") from None
+            raise
+        finally:
+            if describing.done() and self._describing is describing:
+                self._describing = None  # a failure is asked again by the next caller
+                if not describing.cancelled():
+                    describing.exception()  # retrieved: each caller got it
+
+    async def _describe_replication(self) -> Replication:
+        try:
+            described = await self.send_with_retries("describe_table", TableName=self.table.name)
+        except StoreError as exc:
+            if exc.code != "AccessDeniedException":
+                raise
+            log.warning(
+                "aioseq: may not DescribeTable %r (%s): whether it is a global table is not"
+                " known; counters write as on a table of one Region",
+                self.table.name,
+                exc,
+            )
+            self._replication = Replication(known=False)
+            return self._replication
+        return self._learn(described.get("Table", {}))
+
+    def _learn(self, table: dict[str, Any]) -> Replication:
+        self._replication = Replication.of(table, self.region)
+        return self._replication
+
+    def refuse_writes_known(self, *, transactions: bool = False) -> None:
+        """Raise now what [`check_writes()`][aioseq.DynamoStore.check_writes] would, as far as
+        it is known without a request (the factories call it: a refusal known already comes
+        at once, not at the first write), except `NotHomeRegion`: away from its home Region
+        a store still reads counters.
+
+        Raises:
+            UnsafeGlobalTable, RegionNotListed, NotSupportedByTable: see
+                [`aioseq.regions.write_refusal()`][aioseq.regions.write_refusal].
+        """
+        refusal = write_refusal(
+            self._replication or Replication(known=False),
+            table=self.table.name,
+            region=self.region,
+            scope=self.region_scope,
+            home_region=None,  # a store away from home reads counters: refused at a write
+            transactions=transactions,
+        )
+        if refusal is not None:
+            raise refusal
+
+    async def check_writes(self, key: str, *, transactions: bool = False) -> None:
+        """Raise unless this store may write counter ``key``: every counter calls it before
+        its first write (and admin before each). Under ``regions=``, also checks the key's
+        recorded [`RegionScope`][aioseq.RegionScope], recording it if none is.
+
+        DynamoDB calls: the first call of a store, one ``DescribeTable``
+        ([`replication()`][aioseq.DynamoStore.replication]; with ``regions=`` or
+        ``home_region=``, only for a writer of transactions); under ``regions=``, one strongly
+        consistent ``GetItem`` of the key's own counter item (1 RCU) and, the first time for
+        the key, one conditional ``PutItem`` that creates it (1 WCU).
+
+        Parameters:
+            key: the counter key (or sort-key collection).
+            transactions: the writer sends ``TransactWriteItems``.
+
+        Raises:
+            UnsafeGlobalTable, NotHomeRegion, RegionNotListed, NotSupportedByTable: see
+                [`aioseq.regions.write_refusal()`][aioseq.regions.write_refusal]; nothing was
+                written.
+            NumberingMismatch: the key records another Region scope, or was used without
+                one (a numbering, or a value): nothing was written.
+            TableNotFound, RetriesExhausted, StoreError: the requests failed.
+        """
+        # Under regions= or home_region=, only what needs transactions asks the table.
+        stated = self.region_scope is not None or self.home_region is not None
+        if stated and not transactions:
+            replication = self._replication or Replication(known=False)
+        else:
+            replication = await self.replication()
+        refusal = write_refusal(
+            replication,
+            table=self.table.name,
+            region=self.region,
+            scope=self.region_scope,
+            home_region=self.home_region,
+            transactions=transactions,
+        )
+        if refusal is not None:
+            raise refusal
+        if self.region_scope is not None:
+            await self._claim_scope(key, self.region_scope)
+
+    async def _claim_scope(self, key: str, scope: RegionScope) -> None:
+        """Record ``scope`` on counter ``key``'s own counter item if nothing is there (a
+        create-once put, the only write of that item from any Region), else check it."""
+        spec = self.table
+        item_key = self._item_key(key)
+        found = await self.send_with_retries(
+            "get_item", TableName=spec.name, Key=item_key, ConsistentRead=True
+        )
+        item = found.get("Item")
+        if item is None:
+            try:
+                await self.send_with_retries(
+                    "put_item",
+                    TableName=spec.name,
+                    Item={**item_key, NUMBERING_ATTRIBUTE: {"S": scope.encode()}},
+                    ConditionExpression="attribute_not_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": spec.partition_key},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return
+            except ConditionFailed as exc:  # another store made it first (or a resend of ours)
+                item = exc.item
+        check_recorded(item, key, scope)
+        if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
+            # A counter item with a value: the key was used without regions=.
+            raise NumberingMismatch(key, _Unscoped(), scope)
 
     # --- the table --------------------------------------------------------------------------
 
@@ -718,13 +968,15 @@ class DynamoStore:
             described = await self.send_with_retries("describe_table", TableName=name)
             status = described.get("Table", {}).get("TableStatus")
             if status == "ACTIVE":
+                self._learn(described["Table"])
                 return
             if clock.now() >= deadline:
                 raise StoreError(f"table {name!r} is not active after {timeout_secs:g} s: {status}")
             await clock.sleep(TABLE_POLL_SECS)
 
     async def check_table(self) -> None:
-        """Check that the table exists with the key schema of `table`.
+        """Check that the table exists with the key schema of `table`, and learn its
+        [`replication()`][aioseq.DynamoStore.replication].
 
         DynamoDB calls: one ``DescribeTable`` (no capacity units).
 
@@ -734,6 +986,7 @@ class DynamoStore:
         """
         spec = self.table
         described = (await self.send_with_retries("describe_table", TableName=spec.name))["Table"]
+        self._learn(described)
         types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
         found = {
             k["KeyType"]: (k["AttributeName"], types.get(k["AttributeName"]))
@@ -823,3 +1076,28 @@ class _Opening:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._store is not None:
             await self._store.aclose()
+
+
+def _scope(regions: Sequence[str] | RegionScope | None, slots: int | None) -> RegionScope | None:
+    """The Region scope ``regions=`` and ``region_slots=`` ask for.
+
+    Raises:
+        ConfigurationError: bad Regions or slots, or slots without Regions.
+    """
+    if regions is None:
+        if slots is not None:
+            raise ConfigurationError("region_slots= goes with regions=")
+        return None
+    if isinstance(regions, RegionScope):
+        if slots is not None and slots != regions.slots:
+            raise ConfigurationError(f"region_slots={slots} differs from {regions}")
+        return regions
+    return RegionScope(tuple(regions) if not isinstance(regions, str) else regions, slots or 0)  # type: ignore[arg-type]
+
+
+class _Unscoped:
+    """What a counter key used without ``regions=`` records, for
+    [`NumberingMismatch`][aioseq.errors.NumberingMismatch]."""
+
+    def encode(self) -> str:
+        return "no Region scope (a counter numbered without regions=)"

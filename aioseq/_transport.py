@@ -269,6 +269,9 @@ class BotocoreTransport:
         self.endpoint.probe = self._probe
         self.observer = observer
         self.table_name = table_name
+        region = getattr(client.meta, "region_name", None)
+        #: The Region the client sends to (``None``: not known).
+        self.region_name: str | None = region if isinstance(region, str) else None
         #: The event loop the client was handed over in (its connections live there), or
         #: ``None`` when it was made outside one.
         self.loop: asyncio.AbstractEventLoop | None = _running_loop()

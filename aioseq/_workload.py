@@ -355,6 +355,7 @@ async def run_workload(
         )
         for _ in range(instances)
     ]
+    await store.replication()  # the store's one DescribeTable: start-up, not the run's
     before = store.requests
     try:
         taken = await take_numbers(

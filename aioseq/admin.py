@@ -65,7 +65,7 @@ from aioseq.errors import (
     CounterWouldMoveBack,
 )
 from aioseq.layout import ShardedItems
-from aioseq.numbering import Numbering, recorded_text
+from aioseq.numbering import Numbering, RegionScope, decode_recorded, recorded_text
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -83,6 +83,7 @@ __all__ = [
     "scan_maximum",
     "set_counter",
     "set_numbering",
+    "set_region_scope",
     "start_after_maximum",
     "value_for_maximum",
 ]
@@ -135,8 +136,10 @@ async def _write_within_limit(
         NumberOutOfRange: ``value``'s number passes the recorded ``max_value``.
         ConditionFailed: ``condition`` is false.
     """
+    await store.check_writes(key)
     names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
-    values = {**values, ":default_numbering": {"S": Numbering().encode()}}
+    default = store.counter_numbering(Numbering())  # its Region's share, under regions=
+    values = {**values, ":default_numbering": {"S": default.encode()}}
     pinned: dict[str, AttributeValue] = {}  # the recorded numbering, once a refusal showed one
 
     async def attempt() -> dict[str, Any]:
@@ -174,6 +177,7 @@ def _pin_verdict(exc: Exception) -> Verdict:
 async def _update(store: DynamoStore, key: str, **params: Any) -> dict[str, Any]:
     """One ``UpdateItem`` of counter ``key``'s counter item, retried under the store's policy
     (every update here sets fixed values, so a resend after a lost answer changes nothing)."""
+    await store.check_writes(key)
 
     async def attempt() -> dict[str, Any]:
         return await store.send_once(
@@ -618,7 +622,7 @@ async def audit_counter(
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
-    collections = _collections(key, partition, shards)
+    collections = _collections(store.scoped_key(key), partition, shards)
     spec = store.table
     if number_attribute is None and spec.sort_key is None:
         raise ConfigurationError(
@@ -630,7 +634,7 @@ async def audit_counter(
         info: CounterInfo | None = await describe_counter(store, key)
     except CounterNotFound:
         info = None
-    numbering = (info.numbering if info else None) or Numbering()
+    numbering = (info.numbering if info else None) or store.counter_numbering(Numbering())
     highest = None if info is None else (numbering.number(info.value) if info.value else 0)
     tally = AuditTally(numbering, highest)
     counter_key = store.counter_item_key(key)
@@ -797,6 +801,7 @@ async def set_numbering(
             raise ConfigurationError(f"{name} must be a Numbering, not {type(given).__name__}")
     table = store.table
     counter_key = store.counter_item_key(key)
+    await store.check_writes(key)
 
     async def attempt() -> Numbering | None:
         response = await store.send_once(
@@ -814,6 +819,57 @@ async def set_numbering(
         return old
 
     return await store.retry.run(attempt, classify=_renumber_verdict, counter_key=key)
+
+
+async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> RegionScope:
+    """Change the [`RegionScope`][aioseq.RegionScope] counter ``key`` records (``regions=``) to
+    ``scope``, where no Region's numbers change: every Region of the recorded scope keeps its
+    slot, and the count of slots stays. So a Region is added in a free slot (see
+    docs/global-tables.md, "Adding a Region"); stores still on the old list are refused at
+    their next new counter object.
+
+    DynamoDB calls: one strongly consistent ``GetItem`` of the key's own counter item, then
+    ``UpdateItem SET #numbering = :new IF #numbering = :old`` (1 WCU), under the retry policy.
+
+    Returns:
+        The scope recorded before.
+
+    Raises:
+        ConfigurationError: no scope is recorded for ``key``, or ``scope`` would move a
+            Region or change the slots (nothing written).
+        StoreError, RetriesExhausted: as for any request.
+    """
+    check_key(key)
+    if not isinstance(scope, RegionScope):
+        raise ConfigurationError(f"scope must be a RegionScope, not {type(scope).__name__}")
+    table = store.table
+    item_key = {table.partition_key: {"S": key}}
+    if table.sort_key is not None:
+        item_key[table.sort_key] = {table.sort_key_type: str(table.counter_sort_key)}
+    found = await store.send_with_retries(
+        "get_item", TableName=table.name, Key=item_key, ConsistentRead=True
+    )
+    text = recorded_text(found.get("Item"), key)
+    old = decode_recorded(text) if text is not None else None
+    if not isinstance(old, RegionScope):
+        raise ConfigurationError(f"counter {key!r} records no Region scope: nothing to change")
+    moved = [r for r in old.regions if r not in scope.regions or scope.slot(r) != old.slot(r)]
+    if moved or scope.slots != old.slots:
+        raise ConfigurationError(
+            f"{scope} would change the numbers of {old}: every Region keeps its slot and the"
+            " slots stay; nothing was written"
+        )
+    if scope != old:
+        await store.send_with_retries(
+            "update_item",
+            TableName=table.name,
+            Key=item_key,
+            UpdateExpression="SET #numbering = :new",
+            ConditionExpression="#numbering = :old",
+            ExpressionAttributeNames={"#numbering": NUMBERING_ATTRIBUTE},
+            ExpressionAttributeValues={":new": {"S": scope.encode()}, ":old": {"S": old.encode()}},
+        )
+    return old
 
 
 def _renumber_verdict(exc: Exception) -> Verdict:

@@ -124,7 +124,9 @@ class BlockAllocator:
             last refill that succeeded, reserved ahead (``None``, the default, or ``0``: the
             prefetch alone).
         stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
-            ``0 <= offset <= max_value``).
+            ``0 <= offset <= max_value``). On a store with ``regions=``, the Region's share:
+            the attributes ``stride`` and ``offset`` become ``stride * slots`` and
+            ``offset + slot * stride`` ([`RegionScope.share()`][aioseq.RegionScope.share]).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
             [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] for JavaScript readers). The
             ``ADD``'s condition keeps the counter item at or below the counter value of the last
@@ -227,11 +229,15 @@ class BlockAllocator:
         check_count(max_value, "max_value")
         if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= max_value:
             raise ConfigurationError(f"offset must be an int from 0 to max_value: {offset!r}")
+        # The counter item records this allocator's numbering (its Region's share of it under
+        # regions=), not its counter's derived one.
+        numbering = store.counter_numbering(
+            numbering_for(stride=stride, offset=offset, max_value=max_value)
+        )
+        stride, offset = numbering.stride, numbering.offset
         # The counter value k gives offset + (k - 1) * stride: the last k that fits max_value
         # (one more than max_value itself with offset 0, past what a counter can hold).
         last_k = min((max_value - offset) // stride + 1, MAX_NUMBER)
-        # The counter item records this allocator's numbering, not its counter's derived one.
-        numbering = numbering_for(stride=stride, offset=offset, max_value=max_value)
         # Owned: this allocator closes it, so the store takes in the allocator alone.
         self._counter = AtomicCounter(
             store, key, max_value=last_k, numbering=numbering, adopt=False

@@ -28,6 +28,7 @@ from aioseq._items import Item
 from aioseq._retry import RetryEngine
 from aioseq.clock import Clock
 from aioseq.config import TableSpec
+from aioseq.numbering import Numbering
 from aioseq.observe import Observer
 
 # SequenceSource and ItemCounter are published as aioseq.SequenceSource, aioseq.ItemCounter.
@@ -68,6 +69,10 @@ class Transport(Protocol):
     @property
     def endpoint(self) -> EndpointHealth:
         """Whether its endpoint answers (a transport that never loses one: never down)."""
+
+    @property
+    def region_name(self) -> str | None:
+        """The AWS Region its requests go to (``None``: not known)."""
 
     def validate(self, operation: str, params: dict[str, Any]) -> None:
         """Check ``params`` for ``operation`` (nothing is sent).
@@ -127,7 +132,22 @@ class Store(Protocol):
         """Check ``params`` once and return what sends requests of that shape unchecked."""
 
     def counter_item_key(self, key: str) -> Item:
-        """The primary key of counter ``key``'s counter item."""
+        """The primary key of counter ``key``'s counter item (in the store's Region)."""
+
+    def scoped_key(self, key: str) -> str:
+        """The partition key value of counter ``key`` (or a sort-key collection) in the
+        store's Region: ``key``, or under Region-scoped numbering ``f"{key}@{region}"``."""
+
+    def counter_numbering(self, numbering: Numbering) -> Numbering:
+        """``numbering`` as the store's Region hands it out (under Region-scoped numbering,
+        its Region's share)."""
+
+    def refuse_writes_known(self, *, transactions: bool = False) -> None:
+        """Raise now if what is known without a request refuses writes (a factory's check)."""
+
+    async def check_writes(self, key: str, *, transactions: bool = False) -> None:
+        """Raise unless counter ``key`` may be written from this store (once per object,
+        before its first write; ``transactions``: it sends ``TransactWriteItems``)."""
 
     def adopt(self, made: Managed) -> None:
         """Take ``made`` in, to close it with the store (again, after an idle drop).

@@ -20,17 +20,8 @@ from typing import Any, Protocol
 
 class _Numbering(Protocol):
     """What [`NumberingMismatch`][aioseq.errors.NumberingMismatch] holds: an
-    [`aioseq.Numbering`][aioseq.Numbering], described by its shape so that this module needs nothing
-    of aioseq."""
-
-    @property
-    def stride(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
-
-    @property
-    def max_value(self) -> int | None: ...
+    [`aioseq.Numbering`][aioseq.Numbering] or an [`aioseq.RegionScope`][aioseq.RegionScope],
+    described by its shape so that this module needs nothing of aioseq."""
 
     def encode(self) -> str: ...
 
@@ -46,8 +37,11 @@ __all__ = [
     "EndpointDown",
     "EndpointUnreachable",
     "ItemAlreadyExists",
+    "NotHomeRegion",
+    "NotSupportedByTable",
     "NumberOutOfRange",
     "NumberingMismatch",
+    "RegionNotListed",
     "RetriesExhausted",
     "ServiceUnavailable",
     "StoreClosed",
@@ -56,6 +50,7 @@ __all__ = [
     "Throttled",
     "TransactionCanceled",
     "TransactionConflict",
+    "UnsafeGlobalTable",
     "ValidationFailed",
     "WrongEventLoop",
 ]
@@ -164,14 +159,15 @@ class CounterNotFound(AioseqError, LookupError):
 
 class NumberingMismatch(AioseqError, ValueError):
     """A counter object asked for another [`Numbering`][aioseq.Numbering] (stride, offset,
-    ``max_value``) than the one its counter item recorded on its first write. Two numberings
-    on one counter would hand out overlapping numbers, so the object takes no number and
-    nothing is written. Change a counter's numbering explicitly, or use another key.
+    ``max_value``) than the one its counter item recorded on its first write, or for another
+    [`RegionScope`][aioseq.RegionScope] (or none) than the one recorded for its key. Two
+    numberings on one counter would hand out overlapping numbers, so the object takes no number
+    and nothing is written. Change a counter's numbering explicitly, or use another key.
 
     Attributes:
         key: the counter key.
-        stored: the numbering the counter item holds.
-        requested: the numbering the object was made with.
+        stored: the numbering (or Region scope) the counter item holds.
+        requested: the numbering (or Region scope) the object was made with.
     """
 
     def __init__(self, key: str, stored: _Numbering, requested: _Numbering) -> None:
@@ -181,6 +177,91 @@ class NumberingMismatch(AioseqError, ValueError):
         super().__init__(
             f"counter {key!r} is numbered {stored.encode()!r}, not {requested.encode()!r};"
             " no number was taken"
+        )
+
+
+class UnsafeGlobalTable(ConfigurationError):
+    """The table is a global table with multi-Region eventual consistency (MREC) and the store
+    stated no way to share counters across Regions. There, two Regions writing one counter
+    item hand out the same numbers and DynamoDB keeps one write, silently (last writer wins).
+    Nothing was written. Open the store with ``regions=[...]`` (each Region numbers in its own
+    residue class) or ``home_region="..."`` (one Region writes); see docs/global-tables.md.
+
+    Attributes:
+        table: the table's name.
+        replicas: the Regions of its replicas.
+        region: the store's Region (``None``: not known).
+    """
+
+    def __init__(self, table: str, replicas: Sequence[str], region: str | None) -> None:
+        self.table = table
+        self.replicas = tuple(replicas)
+        self.region = region
+        super().__init__(
+            f"table {table!r} is a global table with multi-Region eventual consistency"
+            f" (replicas: {', '.join(self.replicas)}): two Regions moving one counter item hand"
+            " out the same numbers and DynamoDB keeps the last write silently. Open the store"
+            " with regions=[...] (Region-scoped numbering: each Region its own numbers) or"
+            " home_region='...' (one Region writes counters); see docs/global-tables.md."
+            " Nothing was written"
+        )
+
+
+class NotHomeRegion(ConfigurationError):
+    """The store was opened with ``home_region=`` and is in another Region: it may read
+    counters, not write them. Nothing was written.
+
+    Attributes:
+        table: the table's name.
+        region: the store's Region (``None``: not known).
+        home_region: the one Region that writes counters.
+    """
+
+    def __init__(self, table: str, region: str | None, home_region: str) -> None:
+        self.table = table
+        self.region = region
+        self.home_region = home_region
+        super().__init__(
+            f"counters on table {table!r} are written from {home_region} only"
+            f" (home_region); this store is in {region or 'an unknown Region'}: nothing was"
+            " written. Fail over with docs/global-tables.md's runbook"
+        )
+
+
+class RegionNotListed(ConfigurationError):
+    """The store's Region is not among its ``regions=``: it has no slot to number in. Nothing
+    was written.
+
+    Attributes:
+        region: the store's Region (``None``: not known).
+        regions: the Regions listed.
+    """
+
+    def __init__(self, region: str | None, regions: Sequence[str]) -> None:
+        self.region = region
+        self.regions = tuple(regions)
+        super().__init__(
+            f"this store's Region ({region or 'not known'}) is not among regions="
+            f"{list(self.regions)}: it has no slot of its own to number in; nothing was written"
+        )
+
+
+class NotSupportedByTable(ConfigurationError):
+    """The table does not support a request this counter needs (a table with multi-Region
+    strong consistency takes no transactions). Nothing was written.
+
+    Attributes:
+        table: the table's name.
+        needs: what the counter needs.
+        instead: what to use instead.
+    """
+
+    def __init__(self, table: str, needs: str, instead: str) -> None:
+        self.table = table
+        self.needs = needs
+        self.instead = instead
+        super().__init__(
+            f"table {table!r} does not support {needs}: {instead}; nothing was written"
         )
 
 

@@ -10,8 +10,13 @@ IAM with DynamoDB transactions"), and aioseq's transactions hold only those two.
 
 [`policy()`][aioseq.iam.policy] writes the identity-based policy document:
 
-    >>> policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")["Statement"][0]["Action"]
-    ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']
+    >>> document = policy("arn:aws:dynamodb:eu-west-1:123456789012:table/aioseq")
+    >>> print(*document["Statement"][0]["Action"], sep="\n")
+    dynamodb:DescribeTable
+    dynamodb:GetItem
+    dynamodb:PutItem
+    dynamodb:Query
+    dynamodb:UpdateItem
 
 ``tests/integration/test_iam.py`` runs every feature against a real server, records the
 operations sent (and the kind of each write inside a transaction) through botocore's event
@@ -40,16 +45,20 @@ __all__ = [
 
 #: The DynamoDB API operations each feature sends.
 FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
+    # Whatever writes a counter: before its first write, the store asks DescribeTable once
+    # whether its table is a global table (DynamoStore.replication(), aioseq.regions).
     # next/next_many (ADD), give_back (SET); current
-    "atomic_counter": frozenset({"UpdateItem", "GetItem"}),
+    "atomic_counter": frozenset({"DescribeTable", "UpdateItem", "GetItem"}),
     # refills are the atomic counter's ADD, the give-back its SET; current
-    "block_allocator": frozenset({"UpdateItem", "GetItem"}),
+    "block_allocator": frozenset({"DescribeTable", "UpdateItem", "GetItem"}),
     # first read; the conditional write (write="update" or "put")
-    "optimistic_counter": frozenset({"GetItem", "UpdateItem", "PutItem"}),
+    "optimistic_counter": frozenset({"DescribeTable", "GetItem", "UpdateItem", "PutItem"}),
     # the highest sort key; the conditional put; a group's transaction of puts
-    "sort_key_counter": frozenset({"Query", "PutItem", "TransactWriteItems"}),
+    "sort_key_counter": frozenset({"DescribeTable", "Query", "PutItem", "TransactWriteItems"}),
     # first read; the counter update and the put(s) in one transaction
-    "transactional_counter": frozenset({"GetItem", "TransactWriteItems"}),
+    "transactional_counter": frozenset({"DescribeTable", "GetItem", "TransactWriteItems"}),
+    # DynamoStore(regions=...): each key's Region scope record, read, created once
+    "region_scope": frozenset({"GetItem", "PutItem"}),
     # aioseq.ShardedItems.items(): a Query of each shard
     "sharded_items": frozenset({"Query"}),
     # DynamoStore.create_table() / aioseq create-table: create, then wait until active
@@ -59,13 +68,13 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     # DynamoStore.delete_table(): tests and demos only
     "delete_table": frozenset({"DeleteTable"}),
     # aioseq.admin.set_numbering(): read the counter item, then the conditional update
-    "set_numbering": frozenset({"GetItem", "UpdateItem"}),
+    "set_numbering": frozenset({"DescribeTable", "GetItem", "UpdateItem"}),
     # aioseq.admin.ensure_at_least(): one conditional UpdateItem, run by every deployment at
     # start-up, so a runtime feature (UpdateItem is in the runtime policy already)
-    "ensure_at_least": frozenset({"UpdateItem"}),
+    "ensure_at_least": frozenset({"DescribeTable", "UpdateItem"}),
     # aioseq.admin.set_counter() / aioseq set: one conditional UpdateItem. An operator's tool;
     # IAM cannot tell it from the strategies' UpdateItem, so a runtime role can do it too.
-    "set_counter": frozenset({"UpdateItem"}),
+    "set_counter": frozenset({"DescribeTable", "UpdateItem"}),
     # aioseq.admin.list_counters() / aioseq list: a paginated Scan of the counter table
     "list_counters": frozenset({"Scan"}),
     # aioseq.admin.describe_counter(): one GetItem; aioseq describe also asks
@@ -87,6 +96,7 @@ RUNTIME_FEATURES: tuple[str, ...] = (
     "sort_key_counter",
     "transactional_counter",
     "sharded_items",
+    "region_scope",
     "ensure_at_least",
 )
 #: The features that manage the table and operate counters (deployment, operators, tests).

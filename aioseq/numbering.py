@@ -42,21 +42,25 @@ The sort-key strategy has no counter item, so nothing to record it on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from aioseq._checks import check_count
+from aioseq._checks import check_count, check_region
 from aioseq._items import AttributeValue
 from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE
 from aioseq.errors import (
     ConfigurationError,
     CounterValueInvalid,
     NumberingMismatch,
+    RegionNotListed,
 )
 
 # Numbering is public (as aioseq.Numbering); the functions below are aioseq's own (the
 # strategies' and admin's): this module's docstring is their contract.
-__all__ = ["Numbering"]
+__all__ = ["Numbering", "RegionScope"]
+
+#: The most slots a Region scope has (a global table has one replica per Region).
+MAX_SLOTS = 64
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,12 @@ class Numbering:
         """The number of counter value ``value`` (>= 1)."""
         return self.offset + (value - 1) * self.stride
 
+    def numbers(self, value: int, n: int) -> range:
+        """The numbers of the ``n`` counter values from ``value`` (>= 1) on, as a ``range``
+        with step ``stride``."""
+        first = self.number(value)
+        return range(first, first + n * self.stride, self.stride)
+
     def count_up_to(self, highest: int) -> int:
         """How many of this numbering's numbers are ``<= highest``: the counter value whose
         number is the highest one not above it (0 when none is that low)."""
@@ -134,6 +144,109 @@ class Numbering:
         return self.encode()
 
 
+@dataclass(frozen=True)
+class RegionScope:
+    """Region-scoped numbering: the Regions that take numbers, each with its own slot.
+
+    Region ``regions[i]`` has slot ``i``: its counter items are its own (the counter key with
+    ``"@<region>"`` appended; the sort-key strategy's collection likewise), and a counter's
+    value ``k`` there is the number ``(i + 1) + (k - 1) * slots`` (a block allocator's own
+    ``stride`` and ``offset`` apply within that: its stride is multiplied by ``slots``). No
+    item is written from two Regions, so last writer wins has nothing to lose.
+
+    ``slots`` may exceed the Regions listed, to leave room: a Region added later in a free
+    slot changes no Region's numbers. The scope is recorded on the counter key's own counter
+    item (``aioseq_numbering``, as [`encode()`][aioseq.RegionScope.encode] writes it), created
+    once; a store with another scope, or none, is refused there
+    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]).
+
+    Attributes:
+        regions: the Regions, in slot order (1 .. ``slots``, no repeats).
+        slots: the count of slots (``len(regions)`` .. 64; default ``len(regions)``).
+
+    Raises:
+        ConfigurationError: an empty or repeated Region, a bad Region name, or too few slots.
+    """
+
+    regions: tuple[str, ...]
+    slots: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.regions, str) or not isinstance(self.regions, Iterable):
+            raise ConfigurationError(f"regions must be a list of Region names: {self.regions!r}")
+        regions = tuple(check_region(r, "a Region in regions") for r in self.regions)
+        if not regions or len(set(regions)) != len(regions):
+            raise ConfigurationError(
+                f"regions must name at least one Region, each once: {list(regions)}"
+            )
+        object.__setattr__(self, "regions", regions)
+        if self.slots == 0 and not isinstance(self.slots, bool):
+            object.__setattr__(self, "slots", len(regions))
+        check_count(self.slots, "region_slots", maximum=MAX_SLOTS)
+        if self.slots < len(regions):
+            raise ConfigurationError(
+                f"region_slots ({self.slots}) must be at least the Regions listed ({len(regions)})"
+            )
+
+    def slot(self, region: str) -> int:
+        """The slot of ``region`` (0-based).
+
+        Raises:
+            RegionNotListed: ``region`` is not listed.
+        """
+        try:
+            return self.regions.index(region)
+        except ValueError:
+            raise RegionNotListed(region, self.regions) from None
+
+    def share(self, region: str, numbering: Numbering) -> Numbering:
+        """``numbering`` within ``region``'s residue class: stride ``numbering.stride * slots``,
+        offset ``numbering.offset + slot * numbering.stride``, the same ``max_value``.
+
+        >>> RegionScope(("us-east-1", "eu-west-1")).share("eu-west-1", Numbering())
+        Numbering(stride=2, offset=2, max_value=None)
+
+        Raises:
+            RegionNotListed: ``region`` is not listed.
+        """
+        slot = self.slot(region)
+        return Numbering(
+            numbering.stride * self.slots,
+            numbering.offset + slot * numbering.stride,
+            numbering.max_value,
+        )
+
+    @staticmethod
+    def key_in(key: str, region: str) -> str:
+        """The counter key (or collection) ``key`` of ``region``: ``f"{key}@{region}"``."""
+        return f"{key}@{region}"
+
+    def encode(self) -> str:
+        """The recorded text: ``"regions=us-east-1,eu-west-1 slots=2"``."""
+        return f"regions={','.join(self.regions)} slots={self.slots}"
+
+    @classmethod
+    def decode(cls, text: str) -> RegionScope:
+        """The scope [`encode()`][aioseq.RegionScope.encode] wrote as ``text``.
+
+        Raises:
+            ConfigurationError: ``text`` is not what ``encode()`` writes.
+        """
+        regions, _, slots = text.partition(" ") if isinstance(text, str) else ("", "", "")
+        if not regions.startswith("regions=") or not slots.startswith("slots="):
+            raise ConfigurationError(f"not a Region scope: {text!r}")
+        digits = slots.removeprefix("slots=")
+        if not digits.isdigit():
+            raise ConfigurationError(f"not a Region scope: {text!r}")
+        scope = cls(tuple(regions.removeprefix("regions=").split(",")), int(digits))
+        if scope.encode() != text:
+            raise ConfigurationError(f"not a Region scope: {text!r}")
+        return scope
+
+    def __str__(self) -> str:
+        return self.encode()
+
+
 #: The condition every write of a counter item adds (``AND``) to its own: no numbering
 #: recorded yet, or the writer's. ``#numbering`` and ``:numbering`` come from
 #: `guard_values()`.
@@ -159,14 +272,14 @@ def guard_values(numbering: Numbering) -> tuple[dict[str, str], dict[str, Attrib
 
 def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | None:
     """The numbering text the counter item ``item`` holds (as
-    [`Numbering.encode()`][aioseq.Numbering.encode] writes it), or ``None`` when there is no counter
-    item or it has none recorded.
+    [`Numbering.encode()`][aioseq.Numbering.encode] writes it, or, on the counter item of a
+    Region-scoped key, [`RegionScope.encode()`][aioseq.RegionScope.encode]), or ``None`` when
+    there is no counter item or it has none recorded.
 
     Raises:
-        CounterValueInvalid: the attribute is not a string, or not a numbering in the form
-            [`Numbering.encode()`][aioseq.Numbering.encode] writes (``"stride=3 offset=2"``, nothing
-            else: the condition compares strings, so another spelling of the same numbering would
-            not match it).
+        CounterValueInvalid: the attribute is not a string, or not in one of those forms
+            (``"stride=3 offset=2"``, nothing else: the condition compares strings, so another
+            spelling of the same numbering would not match it).
     """
     if not item or NUMBERING_ATTRIBUTE not in item:
         return None
@@ -174,8 +287,8 @@ def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | 
     text = found.get("S") if isinstance(found, Mapping) and set(found) == {"S"} else None
     if isinstance(text, str):
         try:
-            if Numbering.decode(text).encode() == text:
-                return text
+            decode_recorded(text)
+            return text
         except ConfigurationError:
             pass
     raise CounterValueInvalid(
@@ -183,20 +296,32 @@ def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | 
     )
 
 
-def check_recorded(
-    item: Mapping[str, AttributeValue] | None, key: str, requested: Numbering
-) -> None:
-    """Refuse a counter item whose recorded numbering is not ``requested`` (none recorded
-    passes: the next write records it).
+def decode_recorded(text: str) -> Numbering | RegionScope:
+    """The numbering or Region scope ``text`` records, exactly as ``encode()`` writes it.
 
     Raises:
-        NumberingMismatch: another numbering is recorded.
+        ConfigurationError: ``text`` is neither.
+    """
+    recorded = RegionScope.decode(text) if text.startswith("regions=") else Numbering.decode(text)
+    if recorded.encode() != text:
+        raise ConfigurationError(f"not a counter numbering: {text!r}")
+    return recorded
+
+
+def check_recorded(
+    item: Mapping[str, AttributeValue] | None, key: str, requested: Numbering | RegionScope
+) -> None:
+    """Refuse a counter item whose recorded numbering (or Region scope) is not ``requested``
+    (none recorded passes: the next write records it).
+
+    Raises:
+        NumberingMismatch: another numbering or scope is recorded.
         CounterValueInvalid: the recorded numbering is unreadable (see
             `recorded_text()`).
     """
     text = recorded_text(item, key)
     if text is not None and text != requested.encode():
-        raise NumberingMismatch(key, Numbering.decode(text), requested)
+        raise NumberingMismatch(key, decode_recorded(text), requested)
 
 
 def renumbered_value(value: int, old: Numbering, new: Numbering) -> int:

@@ -87,6 +87,10 @@ class CounterStatistics:
     partition_ceiling: float | None = None
 
 
+#: The numbering of an object whose owner numbers its values (values are handed out as they are).
+_VALUES = Numbering()
+
+
 def _loop_of(store: Store) -> Callable[[], asyncio.AbstractEventLoop | None]:
     """The store's loop, asked when an object is first used (`LoopBinding`'s ``home``)."""
     return lambda: store.loop
@@ -117,6 +121,8 @@ class Strategy:
 
     #: The wait before a retry the engine classified `Verdict.YIELD` (None: the policy's).
     _pause_secs: Callable[[], float] | None = None
+    #: Whether its writes are ``TransactWriteItems`` (refused on tables that take none).
+    _transactions = False
 
     def __init__(
         self,
@@ -131,9 +137,17 @@ class Strategy:
         self.max_value = check_count(max_value, "max_value")
         if numbering is not None and not isinstance(numbering, Numbering):
             raise ConfigurationError(f"numbering must be a Numbering: {numbering!r}")
+        if numbering is None:  # it hands out numbers of its own: its Region's, if scoped
+            numbering = store.counter_numbering(numbering_for(max_value=max_value))
+            #: Counter values as the numbers this object hands out.
+            self._numbers_of = numbering
+        else:  # its owner (a block allocator) makes numbers of the values
+            self._numbers_of = _VALUES
         self._item = CounterItem(
-            store, self.key, numbering or numbering_for(max_value=max_value), self.max_value
+            store, self.key, numbering, self._numbers_of.count_up_to(self.max_value)
         )
+        self._writes_checked = False  # store.check_writes() passed for this object
+        self._checking_writes: asyncio.Lock | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
         self.store = store
@@ -151,6 +165,19 @@ class Strategy:
     def numbering(self) -> Numbering:
         """The numbering this object records on its counter item and requires there."""
         return self._item.numbering
+
+    async def _check_writes(self) -> None:
+        """Before this object's first write: may the store write its counter here (a global
+        table's Regions; see [`DynamoStore.check_writes()`][aioseq.DynamoStore.check_writes])?
+        One check at a time; once passed, never again."""
+        if self._writes_checked:
+            return
+        if self._checking_writes is None:
+            self._checking_writes = asyncio.Lock()
+        async with self._checking_writes:
+            if not self._writes_checked:
+                await self.store.check_writes(self.key, transactions=self._transactions)
+                self._writes_checked = True
 
     def _handed_out(self, n: int) -> None:
         """Count ``n`` numbers handed out."""
@@ -259,7 +286,7 @@ class Strategy:
         return await self._retry(self._item.read) is not None
 
     async def current(self) -> int:
-        """The counter item's value now: the last number handed out (0 if none yet).
+        """The counter item's value now, as the last number handed out (0 if none yet).
 
         DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), retried on transient errors.
 
@@ -271,7 +298,8 @@ class Strategy:
         """
         self._check_open()
         item = await self._retry(self._item.read)
-        return parse_counter(item, self.key, self.store.table.value_attribute)
+        value = parse_counter(item, self.key, self.store.table.value_attribute)
+        return self._numbers_of.number(value) if value else 0
 
 
 class GroupCommitStrategy(Strategy):
@@ -395,6 +423,8 @@ class GroupCommitStrategy(Strategy):
         endpoint = self.store.endpoint
         if endpoint.is_down():
             raise endpoint.refused(f"{type(self).__name__}({self.key!r})")
+        if not self._writes_checked:
+            await self._check_writes()
         if group is not None:
             return await group.submit(request)
         waiter: Waiter[R, T] = Waiter(request, asyncio.get_running_loop().create_future())

@@ -14,7 +14,7 @@ from aioseq._limits import WRITES_ATTRIBUTE
 from aioseq._retry import Verdict
 from aioseq.contracts import Store
 from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
-from aioseq.numbering import Numbering
+from aioseq.numbering import Numbering, decode_recorded
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token, turns_of
 from aioseq.strategies._turn import Turn, TurnHeld
 
@@ -189,6 +189,6 @@ class TrackedCounterItem(CounterItem):
         """
         text = self.numbering.encode()
         if before.numbering is not None and before.numbering != text:
-            raise NumberingMismatch(self.key, Numbering.decode(before.numbering), self.numbering)
+            raise NumberingMismatch(self.key, decode_recorded(before.numbering), self.numbering)
         new = self.check_number(before.value + n)
         return CounterWrite(before, new, new_token(), text, queued=self.turn.enabled)

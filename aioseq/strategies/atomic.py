@@ -128,14 +128,14 @@ class AtomicCounter(Strategy):
 
     def _request(self, n: int) -> dict[str, Any]:
         """The ``UpdateItem`` parameters of an ``ADD n`` (``n <= max_value``)."""
-        values = {**self._values, ":n": number(n), ":limit": number(self.max_value - n)}
+        values = {**self._values, ":n": number(n), ":limit": number(self._item.max_value - n)}
         return {**self._template, "ExpressionAttributeValues": values}
 
     async def next(self) -> int:
         """The next number (a positive ``int``). See [`next_many()`][aioseq.AtomicCounter.next_many]
         for errors and cost."""
         self._check_open()
-        return await self._add(1, self._one)
+        return self._numbers_of.number(await self._add(1, self._one))
 
     async def next_many(self, n: int) -> range:
         """Reserve ``n`` consecutive numbers with one ``ADD n``.
@@ -160,15 +160,17 @@ class AtomicCounter(Strategy):
         """
         check_count(n, "n")
         self._check_open()
-        if n > self.max_value:
+        if n > self._item.max_value:
             raise NumberOutOfRange(n, f"{n} numbers do not fit below max_value {self.max_value}")
         high = await self._add(n, self._one if n == 1 else self._request(n))
-        return range(high - n + 1, high + 1)
+        return self._numbers_of.numbers(high - n + 1, n)
 
     async def _add(self, n: int, params: dict[str, Any]) -> int:
         """Send the ``ADD n`` of ``params`` under the retry engine; the counter's new value.
         ``params`` is shared between calls: nothing below changes it."""
         send = self._send
+        if not self._writes_checked:
+            await self._check_writes()
 
         async def attempt() -> dict[str, Any] | None:
             try:
@@ -178,7 +180,7 @@ class AtomicCounter(Strategy):
                 check_recorded(exc.item, self.key, self._item.numbering)
                 found = parse_counter(exc.item, self.key, value_attribute)
                 raise NumberOutOfRange(
-                    found + n, f"{found} + {n} would pass max_value {self.max_value}"
+                    found + n, f"{found} + {n} would pass max_value {self._item.max_value}"
                 ) from exc
             attributes: dict[str, Any] | None = response.get("Attributes")
             return attributes
@@ -190,8 +192,8 @@ class AtomicCounter(Strategy):
             recorded = not before or NUMBERING_ATTRIBUTE not in before
             await self._put_back(exc.found, n, forget_numbering=recorded)
             raise
-        if high > self.max_value:  # only servers that skip the condition's arithmetic get here
-            raise NumberOutOfRange(high, f"{high} is above max_value {self.max_value}")
+        if high > self._item.max_value:  # only servers that skip the condition's arithmetic
+            raise NumberOutOfRange(high, f"{high} is above max_value {self._item.max_value}")
         self._numbers += n
         return high
 

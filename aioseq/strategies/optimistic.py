@@ -11,6 +11,7 @@ from aioseq._retry import Verdict
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled
+from aioseq.numbering import Numbering
 from aioseq.strategies._base import ConditionalCounterStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import counter_write_verdict
@@ -162,7 +163,7 @@ class OptimisticCounter(ConditionalCounterStrategy):
         if queued is not None:
             self._top_up(takes, queued - _numbers(group), _count)
             group = _within([take for take in takes if take.waiting][:limit], queued)
-        return _Write(group, self._item.new_write(before, _numbers(group)))
+        return _Write(group, self._item.new_write(before, _numbers(group)), self._numbers_of)
 
     def drop_unwanted(self, write: _Write, maybe_applied: bool) -> bool:
         """Dropped, never resent for other callers: one that may have been applied is left
@@ -254,6 +255,8 @@ class _Write:
 
     group: list[Take]
     counter_write: CounterWrite
+    #: The counter's values as the numbers handed out.
+    numbering: Numbering
     #: How long its last send took, in seconds.
     secs: float = 0.0
 
@@ -266,6 +269,6 @@ class _Write:
         """Each caller's numbers, in order."""
         found, start = [], self.numbers.start
         for take in self.group:
-            found.append(range(start, start + take.request))
+            found.append(self.numbering.numbers(start, take.request))
             start += take.request
         return found

@@ -21,6 +21,7 @@ from aioseq.errors import (
 )
 from aioseq.formatting import zero_pad
 from aioseq.strategies._base import MAX_TRANSACTION_BYTES, GroupCommitStrategy
+from aioseq.strategies._counter_item import CounterItem
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import is_conflict, is_decisive, item_put_verdict
 from aioseq.strategies._recent_writes import new_token
@@ -115,12 +116,17 @@ class SortKeyCounter(GroupCommitStrategy):
         group: GroupCommit | bool = True,
     ) -> None:
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
+        # Its sort keys are its numbers, checked against max_value as they are.
+        self._item = CounterItem(store, self.key, self._item.numbering, self.max_value)
+        #: The item collection's partition key value (this store's Region's, if scoped).
+        self.partition = store.scoped_key(self.key)
         # The collection's highest number as last seen (None: query it first).
         self._highest: int | None = None
         self._committer = GroupCommitter(
             self, self._retry, self._verdict, handed_out=self._handed_out
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
+        self._transactions = self._group is not None  # a group is one TransactWriteItems
         table = store.table
         if table.sort_key is None:
             raise ConfigurationError(
@@ -184,7 +190,7 @@ class SortKeyCounter(GroupCommitStrategy):
             TableName=table.name,
             KeyConditionExpression="#pk = :partition",
             ExpressionAttributeNames={"#pk": table.partition_key, "#sk": self.sort_key},
-            ExpressionAttributeValues={":partition": {"S": self.key}},
+            ExpressionAttributeValues={":partition": {"S": self.partition}},
             ProjectionExpression="#sk",
             ScanIndexForward=False,
             Limit=1,
@@ -245,7 +251,7 @@ class SortKeyCounter(GroupCommitStrategy):
             )
         extra[TOKEN_ATTRIBUTE] = {"S": new_token()}
         check_item_size(
-            {table.partition_key: {"S": self.key}, self.sort_key: number(MAX_NUMBER), **extra}
+            {table.partition_key: {"S": self.partition}, self.sort_key: number(MAX_NUMBER), **extra}
         )
         self._check_open()
         return await self._through(self._group, self._commit, extra)
@@ -276,16 +282,17 @@ class SortKeyCounter(GroupCommitStrategy):
             return None
         if self._highest is None:
             self._highest = await self._query_max()
-        first = self._highest + 1
+        numbering = self._numbers_of  # its Region's numbers, if scoped (else 1, 2, 3, ...)
+        numbers = numbering.numbers(numbering.count_up_to(self._highest) + 1, len(group))
         items = [
             {
-                table.partition_key: {"S": self.key},
-                self.sort_key: self.format_sort_key(first + i),
+                table.partition_key: {"S": self.partition},
+                self.sort_key: self.format_sort_key(n),
                 **put.request,
             }
-            for i, put in enumerate(group)
+            for n, put in zip(numbers, group, strict=True)
         ]
-        return _Puts(group, items, first, new_token())
+        return _Puts(group, items, numbers, new_token())
 
     def drop_unwanted(self, write: _Puts, maybe_applied: bool) -> bool:
         """Dropped when it cannot have been applied: nobody waits for its items."""
@@ -348,17 +355,13 @@ class SortKeyCounter(GroupCommitStrategy):
 
 @dataclass(frozen=True)
 class _Puts:
-    """One write of a group: its puts, their items, the first number and the transaction's
+    """One write of a group: its puts, their items, their numbers and the transaction's
     ``ClientRequestToken``."""
 
     group: list[Put]
     items: list[Item]
-    first: int
+    numbers: range
     token: str
-
-    @property
-    def numbers(self) -> range:
-        return range(self.first, self.first + len(self.group))
 
     @property
     def results(self) -> range:

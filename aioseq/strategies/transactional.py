@@ -19,6 +19,7 @@ from aioseq.errors import (
     TransactionCanceled,
     ValidationFailed,
 )
+from aioseq.numbering import Numbering
 from aioseq.strategies._base import MAX_TRANSACTION_BYTES, ConditionalCounterStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
 from aioseq.strategies._outcomes import counter_write_verdict, is_decisive
@@ -126,6 +127,8 @@ class TransactionalCounter(ConditionalCounterStrategy):
     Raises:
         ConfigurationError: bad key, names or group options.
     """
+
+    _transactions = True  # every put is one TransactWriteItems
 
     def __init__(
         self,
@@ -329,7 +332,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             for put, item in zip(group, items, strict=True)
         ]
         request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
-        return _Transaction(group, items, request, write)
+        return _Transaction(group, items, request, write, self._numbers_of)
 
     def drop_unwanted(self, write: _Transaction, maybe_applied: bool) -> bool:
         """Sent still: the items of callers who left during the commit are stored."""
@@ -403,9 +406,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 continue
             if limit is not None and len(group) >= limit:
                 break
-            number = self._item.check_number(current + len(group) + 1)  # no put gets past it
+            value = self._item.check_number(current + len(group) + 1)  # no put gets past it
             try:
-                item = self._make_item(put.request, number)
+                item = self._make_item(put.request, self._numbers_of.number(value))
             except Exception as exc:  # the caller's item function failed: only that caller
                 put.future.set_exception(exc)
                 continue
@@ -487,7 +490,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 continue
             self._lost.found_applied(earlier.counter_write)
             self._handed_out(len(earlier.group))
-            for number, stored in zip(earlier.numbers, earlier.group, strict=True):
+            for number, stored in zip(earlier.results, earlier.group, strict=True):
                 self._maybe_stored.pop(stored, None)
                 if stored.waiting:
                     stored.future.set_result(number)
@@ -514,6 +517,8 @@ class _Transaction:
     items: list[dict[str, Any]]
     request: dict[str, Any]
     counter_write: CounterWrite
+    #: The counter's values as the numbers handed out.
+    numbering: Numbering
     #: How long its last send took, in seconds.
     secs: float = 0.0
 
@@ -523,4 +528,4 @@ class _Transaction:
 
     @property
     def results(self) -> range:
-        return self.numbers
+        return self.numbering.numbers(self.numbers.start, len(self.numbers))

@@ -45,7 +45,7 @@ from aioseq._endpoint import EndpointHealth
 from aioseq._transport import _unknown_operation, capacity_units, tables_of, translate
 from aioseq.errors import ConfigurationError, StoreClosed
 from aioseq.observe import Observer, RequestEvent, notify
-from aioseq.testing.faults import APPLIED_KINDS, KINDS, FaultSchedule, error_body
+from aioseq.testing.faults import ALL_KINDS, APPLIED_KINDS, FaultSchedule, error_body
 
 __all__ = ["FakeDynamoDB", "PlannedFault", "SentRequest"]
 
@@ -122,12 +122,12 @@ class FakeDynamoDB:
     interleave.
 
     Faults, as [`FaultProxy`][aioseq.testing.FaultProxy] injects them, with the same kinds
-    ([`KINDS`][aioseq.testing.faults.KINDS]): planned (`inject()`, per operation and call) or
-    drawn (``schedule``). ``response-lost`` and ``delay`` apply the request and lose its answer
-    (the caller gets [`ConnectionFailed`][aioseq.errors.ConnectionFailed], ``maybe_applied``);
-    ``reset`` loses the request before it is applied (the caller cannot tell the two apart);
-    the others are refused with DynamoDB's error (``Throttled``, ``ServiceUnavailable``,
-    ``TransactionCanceled`` with a ``TransactionConflict`` reason...).
+    ([`ALL_KINDS`][aioseq.testing.faults.ALL_KINDS]): planned (`inject()`, per operation and
+    call) or drawn (``schedule``). ``response-lost`` and ``delay`` apply the request and lose
+    its answer (the caller gets [`ConnectionFailed`][aioseq.errors.ConnectionFailed],
+    ``maybe_applied``); ``reset`` loses the request before it is applied (the caller cannot tell
+    the two apart); the others are refused with DynamoDB's error (``Throttled``,
+    ``ServiceUnavailable``, ``TransactionCanceled`` with a ``TransactionConflict`` reason...).
 
     Parameters:
         observer: every request is reported to its ``on_request`` (as the store's transport
@@ -139,6 +139,7 @@ class FakeDynamoDB:
         honour_tokens: ``False`` ignores ``ClientRequestToken`` as moto and the serialized moto
             server do (a resend is applied again, or fails its condition), to test what a
             caller does without the token.
+        region_name: the Region a store on it is in (default ``None``: not known).
 
     Example:
 
@@ -158,8 +159,11 @@ class FakeDynamoDB:
         clock: Callable[[], float] | None = None,
         table_name: str = "",
         honour_tokens: bool = True,
+        region_name: str | None = None,
     ) -> None:
         self.observer = observer
+        #: The Region it says it is in (``None``: none).
+        self.region_name = region_name
         self.honour_tokens = honour_tokens
         self.schedule = schedule
         self.table_name = table_name
@@ -279,7 +283,7 @@ class FakeDynamoDB:
         """Plan a fault: after ``skip`` requests that match, the next ``times`` get ``kind``.
 
         Parameters:
-            kind: one of [`KINDS`][aioseq.testing.faults.KINDS].
+            kind: one of [`ALL_KINDS`][aioseq.testing.faults.ALL_KINDS].
             operation: the API operation name that matches (``"UpdateItem"``); ``None``: any.
             times: how many requests get it.
             skip: how many matching requests pass first.
@@ -290,8 +294,8 @@ class FakeDynamoDB:
         Raises:
             ConfigurationError: an unknown kind, operation, or count.
         """
-        if kind not in KINDS:
-            raise ConfigurationError(f"unknown fault kind {kind!r}; known: {KINDS}")
+        if kind not in ALL_KINDS:
+            raise ConfigurationError(f"unknown fault kind {kind!r}; known: {ALL_KINDS}")
         if operation is not None and operation not in _methods().values():
             raise ConfigurationError(f"unknown DynamoDB operation {operation!r} (an API name)")
         if times < 1 or skip < 0:

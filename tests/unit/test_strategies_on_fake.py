@@ -238,7 +238,7 @@ async def test_a_put_on_a_missing_table_fails_at_once(fake: FakeDynamoDB) -> Non
     issues = store.sort_key_counter("p", group=False)
     with pytest.raises(TableNotFound, match="table 'aioseq' does not exist"):
         await issues.put({"x": 1})
-    assert fake.requests == {"Query": 1}  # not retried
+    assert fake.requests == {"DescribeTable": 1}  # the first write asks first; not retried
 
 
 async def test_a_group_resent_after_a_lost_answer_without_the_token_finds_its_own_items(
