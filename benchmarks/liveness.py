@@ -225,6 +225,7 @@ async def drive_on_own_store(
 ) -> Served:
     """`drive()` on a store of its own, opened here and closed cleanly after (timed)."""
     async with DynamoStore.open(table=table, endpoint_url=endpoint) as store:
+        await store.check_table()  # the store reads its table before the start, not in it
         served = await drive(store, load, name, start=start)
         closing = time.monotonic()
     served.close_secs = round(time.monotonic() - closing, 3)

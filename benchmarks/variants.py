@@ -228,6 +228,8 @@ class AioseqVariant(Variant):
             session=session(),
             **dict(self.store_options),
         ) as store:
+            await store.replication()  # the store's one DescribeTable: start-up, not counted
+            before = store.requests
             taker = self.taker(store, place.key)
 
             def retries() -> Counter[str]:
@@ -236,7 +238,7 @@ class AioseqVariant(Variant):
             try:
                 yield Contender(
                     taker.take,
-                    requests=lambda: store.requests,
+                    requests=lambda: store.requests - before,
                     retries=retries,
                     conflicts=lambda: taker.counter.statistics().conflicts,
                 )

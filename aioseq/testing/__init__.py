@@ -11,6 +11,9 @@
 - [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB]: DynamoDB in the test's process, at the store's
   transport seam (moto's DynamoDB handler called in process), with faults on demand: unit tests
   with no server and no network.
+- [`SimulatedGlobalTable`][aioseq.testing.SimulatedGlobalTable]: a DynamoDB global table of two or
+  three Regions over local servers or fakes: replication with a delay and last writer wins
+  (MREC), or conflicts refused (MRSC), and ``DescribeTable`` answered as a replica.
 - [`ManualClock`][aioseq.testing.ManualClock]: a clock tests move by hand, for the store's
   ``clock=``: retries, backoffs, leases and idle sweeps with no real wait.
 - [`CapacityModel`][aioseq.testing.CapacityModel]: makes the proxy act like AWS under load: a
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from aioseq.testing.fake import FakeDynamoDB as FakeDynamoDB
     from aioseq.testing.fault_proxy import FaultProxy as FaultProxy
     from aioseq.testing.faults import FaultSchedule as FaultSchedule
+    from aioseq.testing.global_table import SimulatedGlobalTable as SimulatedGlobalTable
     from aioseq.testing.moto_server import MotoServerProcess as MotoServerProcess
     from aioseq.testing.moto_server import SerializedMotoServer as SerializedMotoServer
     from aioseq.testing.servers import Endpoint as Endpoint
@@ -60,6 +64,7 @@ __all__ = [
     "MotoServerProcess",
     "SerializedMotoServer",
     "ServerUnavailable",
+    "SimulatedGlobalTable",
     "serving",
     "serving_endpoint",
 ]
@@ -76,6 +81,7 @@ _MODULES = {
     "MotoServerProcess": "aioseq.testing.moto_server",
     "SerializedMotoServer": "aioseq.testing.moto_server",
     "ServerUnavailable": "aioseq.testing.servers",
+    "SimulatedGlobalTable": "aioseq.testing.global_table",
     "serving": "aioseq.testing.servers",
     "serving_endpoint": "aioseq.testing.servers",
 }

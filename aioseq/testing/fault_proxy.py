@@ -25,6 +25,10 @@ kind                     what the client sees                                   
                          is dropped with a reset
 ``response-lost``        the request is applied by the server, then the connection   yes
                          is reset instead of answering: the ambiguous case
+``replicated-write-``    HTTP 400 ``ReplicatedWriteConflictException`` (a global      no
+``conflict``             table with multi-Region strong consistency: another
+                         Region's request is modifying the item); named only, not
+                         in the default ``KINDS``
 =======================  ==========================================================  =========
 
 Error bodies are DynamoDB's (``__type`` + ``message``, ``application/x-amz-json-1.0``), so
@@ -106,7 +110,7 @@ from aioseq.testing.capacity import (
 )
 from aioseq.testing.faults import APPLIED_KINDS as APPLIED_KINDS
 from aioseq.testing.faults import KINDS as KINDS
-from aioseq.testing.faults import NO_FAULTS, error_body
+from aioseq.testing.faults import NO_FAULTS, REGION_KINDS, error_body
 from aioseq.testing.faults import FaultSchedule as FaultSchedule
 
 __all__ = ["CAPACITY", "KINDS", "Exchange", "FaultProxy", "FaultSchedule", "main"]
@@ -535,7 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--kinds",
         default=",".join(KINDS),
-        help=f"comma-separated kinds sharing the rate equally (all: {','.join(KINDS)})",
+        help=f"comma-separated kinds sharing the rate equally (default: {','.join(KINDS)};"
+        f" also: {','.join(REGION_KINDS)})",
     )
     parser.add_argument(
         "--operations",

@@ -12,7 +12,15 @@ from typing import Any
 
 from aioseq.errors import ConfigurationError
 
-__all__ = ["APPLIED_KINDS", "KINDS", "NO_FAULTS", "FaultSchedule", "error_body"]
+__all__ = [
+    "ALL_KINDS",
+    "APPLIED_KINDS",
+    "KINDS",
+    "NO_FAULTS",
+    "REGION_KINDS",
+    "FaultSchedule",
+    "error_body",
+]
 
 #: Every kind of fault the proxy injects, in the order of the table in
 #: [`aioseq.testing.fault_proxy`][aioseq.testing.fault_proxy].
@@ -26,6 +34,15 @@ KINDS: tuple[str, ...] = (
     "delay",
     "response-lost",
 )
+
+#: The faults of a global table with multi-Region strong consistency (MRSC): another Region's
+#: request is modifying the item (HTTP 400 ``ReplicatedWriteConflictException``, not applied).
+#: Asked for by name; [`FaultSchedule.uniform()`][aioseq.testing.FaultSchedule.uniform]'s
+#: default kinds are [`KINDS`][aioseq.testing.faults.KINDS].
+REGION_KINDS: tuple[str, ...] = ("replicated-write-conflict",)
+
+#: Every kind a schedule or a planned fault may name.
+ALL_KINDS: tuple[str, ...] = KINDS + REGION_KINDS
 
 #: The kinds after which the server has applied the request without the client knowing.
 APPLIED_KINDS = frozenset({"delay", "response-lost"})
@@ -43,8 +60,8 @@ class FaultSchedule:
     which is up to the order in which concurrent requests arrive).
 
     Attributes:
-        rates: probability per kind (see [`KINDS`][aioseq.testing.faults.KINDS]), each in [0, 1],
-            summing to <= 1.
+        rates: probability per kind (see [`ALL_KINDS`][aioseq.testing.faults.ALL_KINDS]), each
+            in [0, 1], summing to <= 1.
         seed: the random generator's seed.
         operations: DynamoDB operation names (``"TransactWriteItems"``, from the request's
             ``X-Amz-Target`` header) that may get faults; ``None``: every operation.
@@ -61,9 +78,9 @@ class FaultSchedule:
     delay_secs: float = 3.0
 
     def __post_init__(self) -> None:
-        unknown = set(self.rates) - set(KINDS)
+        unknown = set(self.rates) - set(ALL_KINDS)
         if unknown:
-            raise ConfigurationError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
+            raise ConfigurationError(f"unknown fault kinds {sorted(unknown)}; known: {ALL_KINDS}")
         if any(not 0 <= r <= 1 for r in self.rates.values()) or sum(self.rates.values()) > 1:
             raise ConfigurationError(f"fault rates must be in [0, 1] and sum to <= 1: {self.rates}")
         if not self.delay_secs > 0:
@@ -97,7 +114,7 @@ class FaultSchedule:
     def picker(self) -> Callable[[str], str | None]:
         """A fresh draw sequence: ``pick(operation)`` returns a kind or ``None``."""
         rng = random.Random(self.seed)
-        table = [(kind, self.rates[kind]) for kind in KINDS if self.rates.get(kind)]
+        table = [(kind, self.rates[kind]) for kind in ALL_KINDS if self.rates.get(kind)]
 
         def pick(operation: str) -> str | None:
             if self.operations is not None and operation not in self.operations:
@@ -161,5 +178,11 @@ def error_body(kind: str, operation: str, request: bytes) -> tuple[int, dict[str
         return 400, {
             "__type": _SERVICE + "TransactionConflictException",
             "message": "Transaction is ongoing for the item",
+        }
+    if kind == "replicated-write-conflict":
+        return 400, {
+            "__type": _SERVICE + "ReplicatedWriteConflictException",
+            "message": "One or more items in this request are being modified by a request in"
+            " another Region.",
         }
     raise AssertionError(kind)

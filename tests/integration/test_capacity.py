@@ -169,7 +169,9 @@ async def test_the_schedule_decides_first_and_a_lost_answer_over_budget_applies_
 ) -> None:
     model = CapacityModel(partition_wcu_per_sec=1, burst_secs=1)  # 1 WCU, 1 more per second
     with FaultProxy(
-        aioseq_endpoint, FaultSchedule({"internal-error": 1.0}), capacity=model
+        aioseq_endpoint,
+        FaultSchedule({"internal-error": 1.0}, operations=frozenset({"UpdateItem"})),
+        capacity=model,
     ) as proxy:
         async with DynamoStore.open(
             table=aioseq_store.table,
@@ -182,7 +184,9 @@ async def test_the_schedule_decides_first_and_a_lost_answer_over_budget_applies_
                     await counter.next()
                 assert isinstance(failed.value.last_error, ServiceUnavailable)
             assert proxy.consumed_wcu == 0 and not proxy.throttled
-            proxy.set_schedule(FaultSchedule({"response-lost": 1.0}))
+            proxy.set_schedule(
+                FaultSchedule({"response-lost": 1.0}, operations=frozenset({"UpdateItem"}))
+            )
             for _ in range(2):  # the client sees a reset either way
                 with pytest.raises(RetriesExhausted) as lost:
                     await counter.next()

@@ -306,3 +306,16 @@ def test_describe_says_when_items_share_the_counter_items_partition(
     code, out, err = run("describe", "spread")
     assert code == 0 and out.rstrip("\n").split("\t")[4:] == ["-", "-"] and err == ""
     assert json.loads(run("describe", "spread", "--json")[1])["partition_ceiling"] is None
+
+
+def test_the_global_table_options(run: Any) -> None:
+    """``--regions`` numbers in the Region's residue class (a local endpoint's Region is
+    us-east-1, the first slot), ``--home-region`` elsewhere refuses writes, not reads."""
+    code, out, err = run("--regions", "us-east-1,eu-west-1", "next", "orders", "--count", "3")
+    assert (code, out) == (0, "1\n3\n5\n"), err
+    code, out, err = run("--regions", "eu-west-1,us-east-1", "next", "orders")
+    assert code == 1 and out == "" and "NumberingMismatch" in err  # another list: refused
+    code, out, err = run("--home-region", "eu-west-1", "next", "plain")
+    assert code == 1 and out == "" and "eu-west-1 only" in err
+    code, out, err = run("--home-region", "eu-west-1", "--region-slots", "2", "next", "plain")
+    assert code == 1 and "region_slots= goes with regions=" in err

@@ -100,6 +100,12 @@ async def two_tables(aioseq_endpoint: str) -> AsyncIterator[tuple[DynamoStore, s
             await store.client.delete_table(TableName=items)
 
 
+def fresh(store: DynamoStore) -> DynamoStore:
+    """A store on ``store``'s client and table that has not read its table yet: its first write
+    asks ``DescribeTable``, counted with ``store``'s requests (one client)."""
+    return DynamoStore(store.client, store.table)
+
+
 async def test_every_request_is_within_the_documented_policy(
     two_tables: tuple[DynamoStore, str],
 ) -> None:
@@ -113,40 +119,50 @@ async def test_every_request_is_within_the_documented_policy(
         await store.check_table()
 
     with record.feature("atomic_counter"):
-        orders = store.atomic_counter("orders")
+        orders = fresh(store).atomic_counter("orders")
         await orders.next()
         assert await orders.give_back(await orders.next_many(5))
         await orders.current()
     with record.feature("block_allocator"):
-        async with store.block_allocator("tickets", block_size=10) as tickets:
+        async with fresh(store).block_allocator("tickets", block_size=10) as tickets:
             await tickets.next()
             await tickets.next_many(20)
             await tickets.current()
     with record.feature("optimistic_counter"):
         for options in ({"write": "update"}, {"write": "put"}, {"group": True}):
-            optimistic = OptimisticCounter(store, "optimistic", **options)
+            optimistic = OptimisticCounter(fresh(store), "optimistic", **options)
             await asyncio.gather(*(optimistic.next() for _ in range(5)))
             await optimistic.current()
     with record.feature("sort_key_counter"):
-        await store.sort_key_counter("issues").put()
+        await fresh(store).sort_key_counter("issues").put()
         issues = SortKeyCounter(store, "issues", group=True)
         await asyncio.gather(*(issues.put({"title": "t"}) for _ in range(5)))
         await issues.current()
     with record.feature("transactional_counter"):
         for options in ({}, {"group": True}, {"item_table": item_table}):
-            invoices = TransactionalCounter(store, "invoices", **options)
+            invoices = TransactionalCounter(fresh(store), "invoices", **options)
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()
     with record.feature("sharded_items"):
         assert [item async for item in ShardedItems("invoice", 4).items(store)] == []
+    with record.feature("region_scope"):  # a key's scope record: made, then found
+        for _ in range(2):
+            scoped = DynamoStore(
+                store.client,
+                store.table,
+                regions=["us-east-1", "eu-west-1"],
+                region_name="us-east-1",
+            )
+            await scoped.check_writes("scoped")
+            await scoped.aclose()
 
     # Operating counters (issue #16): every path of each, refusals included.
     with record.feature("ensure_at_least"):
-        assert await admin.ensure_at_least(store, "orders", 100) == 100
+        assert await admin.ensure_at_least(fresh(store), "orders", 100) == 100
         assert await admin.ensure_at_least(store, "orders", 50) == 100  # refused: ALL_OLD, no read
     with record.feature("set_counter"):
-        await admin.set_counter(store, "orders", 200)
+        await admin.set_counter(fresh(store), "orders", 200)
         with pytest.raises(CounterWouldMoveBack):
             await admin.set_counter(store, "orders", 10)
         await admin.set_counter(store, "orders", 10, allow_backward=True)
@@ -174,7 +190,7 @@ async def test_every_request_is_within_the_documented_policy(
             await make_taker(store, strategy, f"cli-{strategy}").current()
 
     with record.feature("set_numbering"):
-        await admin.set_numbering(store, "renumbered", Numbering(3, 2))  # a new counter
+        await admin.set_numbering(fresh(store), "renumbered", Numbering(3, 2))  # a new counter
         await admin.set_numbering(store, "orders", Numbering(3, 2))  # one in use
 
     with record.feature("delete_table"):
@@ -205,6 +221,7 @@ def test_the_policy_document() -> None:
                 "Sid": "AioseqCounters",
                 "Effect": "Allow",
                 "Action": [
+                    "dynamodb:DescribeTable",
                     "dynamodb:GetItem",
                     "dynamodb:PutItem",
                     "dynamodb:Query",
@@ -216,7 +233,7 @@ def test_the_policy_document() -> None:
     }
     only_atomic = iam.policy(table, features=["atomic_counter"], admin_features=["create_table"])
     assert [s["Action"] for s in only_atomic["Statement"]] == [
-        ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:UpdateItem"],
         ["dynamodb:CreateTable", "dynamodb:DescribeTable"],
     ]
 

@@ -60,8 +60,8 @@ async def run_writers(endpoint: str, table: str, loads: Sequence[tuple[str, Load
     store closed cleanly after."""
     stores = [DynamoStore.open(table=table, endpoint_url=e) for e, _ in loads]
     opened = [await s for s in stores]
-    for store in opened:  # each client's first request (botocore's set-up) before the start
-        await store.send_once("get_item", TableName=table, Key=store.counter_item_key("warm-up"))
+    for store in opened:  # each client's first request (botocore's set-up), and the store's
+        await store.check_table()  # reading of its table, before the start
     go = asyncio.Event()
 
     async def start() -> None:

@@ -63,7 +63,7 @@ async def test_requests_are_reported_with_latency_and_consumed_capacity(
     for _ in range(5):
         await counter.next()
     seen = statistics.statistics()
-    assert seen.requests == {"UpdateItem": 5}
+    assert seen.requests == {"DescribeTable": 1, "UpdateItem": 5}  # the table, asked once
     assert seen.errors == {}
     assert seen.request_secs["UpdateItem"] > 0
     # moto reports 0.5 per ADD, DynamoDB Local 1.0: what the server says, summed.
@@ -142,7 +142,10 @@ async def test_a_failing_hook_is_logged_and_never_reaches_the_caller(
         def on_request(self, event: RequestEvent) -> None:
             raise RuntimeError("exporter down")
 
-    counter = observed(aioseq_store, Broken()).atomic_counter("orders")
+    store = observed(aioseq_store, Broken())
+    await store.replication()  # (its DescribeTable is reported, and logged, first)
+    caplog.clear()
+    counter = store.atomic_counter("orders")
     with caplog.at_level(logging.ERROR, logger="aioseq"):
         assert await counter.next() == 1  # the number was taken: it must reach the caller
     [record] = caplog.records
@@ -206,6 +209,7 @@ async def test_opentelemetry_metrics(aioseq_store: DynamoStore) -> None:
     # The stale counter's read, 2 writes and 1 lost race, the turn the loser takes before its
     # retry (docs/group-commit.md); the ADD.
     assert durations == {
+        ("DescribeTable", ""): 1,  # the store's first write asks whether it is a global table
         ("GetItem", ""): 1,
         ("UpdateItem", ""): 4,
         ("UpdateItem", "ConditionalCheckFailedException"): 1,

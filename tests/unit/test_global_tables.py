@@ -1,0 +1,411 @@
+"""Counters on global tables (aioseq.regions), on a simulated global table of fakes: the hazard
+of multi-Region eventual consistency, the refusal, Region-scoped numbering, a home Region, and
+strong consistency's conflicts. The same on local servers:
+tests/integration/test_global_table_servers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from aioseq import DynamoStore, Numbering, RegionScope, Replication, RetryPolicy
+from aioseq._transport import translate
+from aioseq.errors import (
+    ConfigurationError,
+    NotHomeRegion,
+    NotSupportedByTable,
+    NumberingMismatch,
+    RegionNotListed,
+    UnsafeGlobalTable,
+)
+from aioseq.regions import write_refusal
+from aioseq.testing import FakeDynamoDB, SimulatedGlobalTable
+
+TABLE = "orders-global"
+EAST, WEST = "us-east-1", "eu-west-1"
+REGIONS = [EAST, WEST]
+FAST = RetryPolicy(initial_backoff_secs=0.001, max_backoff_secs=0.01, max_attempts=200)
+
+
+# --- the pure parts -------------------------------------------------------------------------
+
+
+def test_replication_as_describe_table_says_it() -> None:
+    assert Replication.of({"TableName": "t"}, EAST) == Replication()
+    described = Replication.of(
+        {"Replicas": [{"RegionName": WEST, "ReplicaStatus": "ACTIVE"}]}, EAST
+    )
+    assert described == Replication((WEST, EAST), "EVENTUAL")  # the Region asked from is in
+    assert described.is_global
+    strong = Replication.of(
+        {
+            "Replicas": [{"RegionName": EAST}, {"RegionName": WEST}],
+            "MultiRegionConsistency": "STRONG",
+            "GlobalTableWitnesses": [{"RegionName": "us-west-2"}],
+        },
+        EAST,
+    )
+    assert strong.consistency == "STRONG" and strong.witnesses == ("us-west-2",)
+
+
+def test_a_region_scope_gives_each_region_its_residue_class() -> None:
+    scope = RegionScope((EAST, WEST), 4)
+    east, west = scope.share(EAST, Numbering()), scope.share(WEST, Numbering())
+    assert list(east.numbers(1, 3)) == [1, 5, 9]
+    assert list(west.numbers(1, 3)) == [2, 6, 10]
+    # A block allocator's own numbering (stride 3, offset 2: 2 5 8 11 ...) is shared out too.
+    inner = Numbering(3, 2)
+    assert list(scope.share(EAST, inner).numbers(1, 2)) == [2, 14]
+    assert list(scope.share(WEST, inner).numbers(1, 2)) == [5, 17]
+    assert RegionScope.decode(scope.encode()) == scope
+    assert scope.encode() == "regions=us-east-1,eu-west-1 slots=4"
+    with pytest.raises(RegionNotListed):
+        scope.slot("ap-south-1")
+
+
+@pytest.mark.parametrize(
+    ("regions", "slots"),
+    [((), 0), ((EAST, EAST), 0), ((EAST, WEST), 1), ((EAST, "not a region!"), 0), ((EAST,), 65)],
+)
+def test_a_bad_region_scope_is_refused(regions: tuple[str, ...], slots: int) -> None:
+    with pytest.raises(ConfigurationError):
+        RegionScope(regions, slots)
+
+
+@pytest.mark.parametrize("text", ["regions=us-east-1", "regions= slots=1", "stride=1 offset=1"])
+def test_a_region_scope_is_read_only_as_written(text: str) -> None:
+    with pytest.raises(ConfigurationError):
+        RegionScope.decode(text)
+
+
+def test_who_may_write_is_decided_in_one_place() -> None:
+    mrec = Replication((EAST, WEST), "EVENTUAL")
+    mrsc = Replication((EAST, WEST), "STRONG", ("us-west-2",))
+    scope = RegionScope((EAST, WEST))
+
+    def refusal(replication: Replication, **stated: Any) -> type | None:
+        stated = {"region": EAST, "scope": None, "home_region": None, **stated}
+        found = write_refusal(replication, table="t", **stated)
+        return None if found is None else type(found)
+
+    assert refusal(Replication()) is None
+    assert refusal(Replication(known=False)) is None
+    assert refusal(mrec) is UnsafeGlobalTable
+    assert refusal(mrec, scope=scope) is None
+    assert refusal(mrec, home_region=EAST) is None
+    assert refusal(mrec, region=WEST, home_region=EAST) is NotHomeRegion
+    assert refusal(Replication(), region=WEST, home_region=EAST) is NotHomeRegion
+    assert refusal(mrec, region="ap-south-1", scope=scope) is RegionNotListed
+    assert refusal(mrsc) is None
+    assert refusal(mrsc, transactions=True) is NotSupportedByTable
+    assert refusal(mrec, scope=scope, transactions=True) is None
+
+
+def test_the_refusal_names_the_two_ways_and_the_docs() -> None:
+    error = UnsafeGlobalTable("t", (EAST, WEST), EAST)
+    assert "regions=[...]" in str(error) and "home_region=" in str(error)
+    assert "docs/global-tables.md" in str(error)
+
+
+def test_store_options_are_checked_before_anything_is_made() -> None:
+    fake = FakeDynamoDB(region_name=EAST)
+    with pytest.raises(ConfigurationError, match="pass one"):
+        DynamoStore(transport=fake, regions=REGIONS, home_region=EAST)
+    with pytest.raises(RegionNotListed):
+        DynamoStore(transport=fake, regions=[WEST, "ap-south-1"])
+    with pytest.raises(ConfigurationError, match="Region"):
+        DynamoStore(transport=FakeDynamoDB(), regions=REGIONS)  # no Region known
+    with pytest.raises(ConfigurationError, match="region_slots"):
+        DynamoStore(transport=fake, region_slots=3)
+    with pytest.raises(ConfigurationError):
+        DynamoStore(transport=fake, home_region="Not a Region")
+
+
+# --- on a simulated global table ------------------------------------------------------------
+
+Take = Callable[[DynamoStore, str], Awaitable[int]]
+
+
+async def _atomic(store: DynamoStore, key: str) -> int:
+    return await store.atomic_counter(key).next()
+
+
+async def _optimistic(store: DynamoStore, key: str) -> int:
+    return await store.optimistic_counter(key).next()
+
+
+async def _allocator(store: DynamoStore, key: str) -> int:
+    return await store.block_allocator(key, block_size=5).next()
+
+
+async def _sort_key(store: DynamoStore, key: str) -> int:
+    return await store.sort_key_counter(key, group=store.region_scope is not None).put({"x": 1})
+
+
+async def _transactional(store: DynamoStore, key: str) -> int:
+    counter = store.transactional_counter(key)
+    return await counter.put(lambda n: {"pk": f"{key}-order#{n}", "sk": 0, "n": n})
+
+
+STRATEGIES: dict[str, Take] = {
+    "atomic": _atomic,
+    "optimistic": _optimistic,
+    "allocator": _allocator,
+    "sort-key": _sort_key,
+    "transactional": _transactional,
+}
+
+
+@pytest.fixture
+async def mrec() -> AsyncIterator[SimulatedGlobalTable]:
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=0.005) as table:
+        await DynamoStore(transport=table.transport(EAST), table=TABLE).create_table()
+        yield table
+
+
+def _store(table: SimulatedGlobalTable, region: str, **options: Any) -> DynamoStore:
+    return DynamoStore(transport=table.transport(region), table=TABLE, retry_policy=FAST, **options)
+
+
+def _items(table: SimulatedGlobalTable, region: str) -> list[dict[str, Any]]:
+    storage = table._storage[region]
+    assert isinstance(storage, FakeDynamoDB)
+    return storage.items(TABLE)
+
+
+async def test_the_hazard_is_real_in_the_simulation(mrec: SimulatedGlobalTable) -> None:
+    """Two Regions adding to one counter item at once, as any atomic counter does: both hand
+    out the same values, and replication keeps one Region's count, silently."""
+    update = {
+        "TableName": TABLE,
+        "Key": {"pk": {"S": "shared"}, "sk": {"N": "0"}},
+        "UpdateExpression": "ADD #v :one",
+        "ExpressionAttributeNames": {"#v": "value"},
+        "ExpressionAttributeValues": {":one": {"N": "1"}},
+        "ReturnValues": "UPDATED_NEW",
+    }
+    seen: list[int] = []
+    for _ in range(5):
+        for region in REGIONS:
+            answer = await mrec.transport(region).send("update_item", update)
+            seen.append(int(answer["Attributes"]["value"]["N"]))
+    await mrec.settle()
+    assert len(seen) - len(set(seen)) >= 5  # the same numbers, handed out in both Regions
+    assert mrec.discarded > 0  # and replication dropped writes, with no error to anyone
+    finals = {int(_items(mrec, r)[0]["value"]["N"]) for r in REGIONS}
+    assert len(finals) == 1 and finals.pop() < 10  # one count survives, not the sum
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_nothing_stated_every_strategy_is_refused_and_nothing_is_written(
+    mrec: SimulatedGlobalTable, strategy: str
+) -> None:
+    store = _store(mrec, EAST)
+    with pytest.raises(UnsafeGlobalTable, match="regions=") as caught:
+        await STRATEGIES[strategy](store, "k")
+    assert "home_region=" in str(caught.value)
+    # The store knows its table now: a new factory call refuses at once.
+    with pytest.raises(UnsafeGlobalTable):
+        store.optimistic_counter("another")
+    await mrec.settle()
+    assert _items(mrec, EAST) == [] and _items(mrec, WEST) == []
+    await store.aclose()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_region_scoped_numbers_are_unique_across_regions(
+    mrec: SimulatedGlobalTable, strategy: str
+) -> None:
+    """Both Regions take numbers at once on one counter key: no number twice, each Region's
+    increasing and in its own residue class, and no item written from both Regions but the
+    key's create-once scope record."""
+    take = STRATEGIES[strategy]
+    stores = {region: _store(mrec, region, regions=REGIONS) for region in REGIONS}
+
+    async def run(region: str) -> list[int]:
+        found = []
+        for _ in range(12):
+            found.append(await take(stores[region], "k"))
+            await asyncio.sleep(0)
+        return found
+
+    east, west = await asyncio.gather(run(EAST), run(WEST))
+    await mrec.settle()
+    assert not set(east) & set(west)
+    assert east == sorted(east) and west == sorted(west)
+    assert {n % 2 for n in east} == {1} and {n % 2 for n in west} == {0}
+    twice = [key for key, regions in mrec.writers.items() if len(regions) > 1]
+    for table, key in twice:  # written from both Regions: only the create-once scope record
+        assert '"S": "k"' in key and table == TABLE
+        record = [i for i in _items(mrec, EAST) if i["pk"] == {"S": "k"}]
+        assert record == [
+            {
+                "pk": {"S": "k"},
+                "sk": {"N": "0"},
+                "aioseq_numbering": {"S": "regions=us-east-1,eu-west-1 slots=2"},
+            }
+        ]
+    for store in stores.values():
+        await store.aclose()
+
+
+async def test_a_store_with_another_list_or_none_is_refused(mrec: SimulatedGlobalTable) -> None:
+    east = _store(mrec, EAST, regions=REGIONS)
+    assert await east.atomic_counter("k").next() == 1
+    reordered = _store(mrec, EAST, regions=[WEST, EAST])
+    with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1"):
+        await reordered.atomic_counter("k").next()
+    roomier = _store(mrec, EAST, regions=REGIONS, region_slots=3)
+    with pytest.raises(NumberingMismatch):
+        await roomier.atomic_counter("k").next()
+    # A key numbered without regions= (on a table of one Region) is not taken over.
+    async with SimulatedGlobalTable(REGIONS, consistency="STRONG") as strong:
+        plain = DynamoStore(transport=strong.transport(EAST), table=TABLE)
+        await plain.create_table()
+        assert await plain.atomic_counter("used").next() == 1
+        scoped = DynamoStore(transport=strong.transport(WEST), table=TABLE, regions=REGIONS)
+        with pytest.raises(NumberingMismatch, match="numbered 'stride=1 offset=1'"):
+            await scoped.atomic_counter("used").next()
+        # ... nor a Region-scoped key by a store without regions=.
+        assert await scoped.atomic_counter("scoped").next() == 2
+        with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1"):
+            await plain.atomic_counter("scoped").next()
+        await plain.aclose()
+        await scoped.aclose()
+    for store in (east, reordered, roomier):
+        await store.aclose()
+
+
+async def test_a_home_region_writes_and_the_others_only_read(mrec: SimulatedGlobalTable) -> None:
+    home = _store(mrec, EAST, home_region=EAST)
+    away = _store(mrec, WEST, home_region=EAST)
+    for strategy, take in STRATEGIES.items():
+        assert await take(home, f"{strategy}-k") == 1
+        with pytest.raises(NotHomeRegion, match="us-east-1 only"):
+            await take(away, f"{strategy}-k")
+    await mrec.settle()
+    assert await away.atomic_counter("atomic-k").current() == 1  # reads work away from home
+    assert mrec.writers and all(r == {EAST} for r in mrec.writers.values())
+    await home.aclose()
+    await away.aclose()
+
+
+async def test_strong_consistency_shares_counters_through_conflicts() -> None:
+    """MRSC, a tenth of the item writes refused by ReplicatedWriteConflictException: four
+    stores on two Regions take exactly 1..100 from a shared optimistic counter and 100
+    unique numbers from a shared atomic counter, with no error to callers (400 of each on
+    local servers: tests/integration/test_global_table_servers.py)."""
+    async with SimulatedGlobalTable(REGIONS, consistency="STRONG", conflict_rate=0.1) as strong:
+        await DynamoStore(transport=strong.transport(EAST), table=TABLE).create_table()
+        stores = [_store(strong, region) for region in REGIONS * 2]
+
+        async def take(store: DynamoStore, make: Callable[[DynamoStore], Any]) -> list[int]:
+            return list(await asyncio.gather(*(make(store).next() for _ in range(25))))
+
+        for make in (lambda s: s.optimistic_counter("o"), lambda s: s.atomic_counter("a")):
+            runs = await asyncio.gather(*(take(store, make) for store in stores))
+            numbers = sorted(n for run in runs for n in run)
+            assert numbers == list(range(1, 101))
+        assert strong.conflicts > 5
+        retries, conflicts = Counter[str](), 0
+        for store in stores:
+            counted = store.atomic_counter("a").statistics()
+            retries.update(counted.retries)
+            conflicts += counted.conflicts
+        assert retries["ReplicatedWriteConflictException"] > 0  # retried, counted as conflicts
+        assert conflicts >= retries["ReplicatedWriteConflictException"]
+        # What the table does not support is refused up front, naming what to use instead.
+        with pytest.raises(NotSupportedByTable, match="optimistic counter"):
+            stores[0].transactional_counter("t")
+        with pytest.raises(NotSupportedByTable, match="group=False"):
+            stores[0].sort_key_counter("s")
+        assert await stores[0].sort_key_counter("s", group=False).put({}) == 1
+        for store in stores:
+            await store.aclose()
+
+
+async def test_a_store_that_may_not_describe_its_table_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeDynamoDB(region_name=EAST)
+    store = DynamoStore(transport=_NoDescribe(fake), table=TABLE)
+    await fake.send(
+        "create_table",
+        {
+            "TableName": TABLE,
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+    with caplog.at_level(logging.WARNING, logger="aioseq"):
+        assert await store.atomic_counter("a").next() == 1
+        assert await store.optimistic_counter("b").next() == 1
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "may not DescribeTable" in caplog.records[0].message
+    assert await store.replication() == Replication(known=False)
+    await store.aclose()
+
+
+class _NoDescribe:
+    """A fake whose ``DescribeTable`` is refused (no permission)."""
+
+    def __init__(self, fake: FakeDynamoDB) -> None:
+        self._fake = fake
+        self.region_name = fake.region_name
+        self.loop, self.observer, self.client = None, None, None
+        self.endpoint = fake.endpoint
+
+    @property
+    def requests(self) -> Counter[str]:
+        return self._fake.requests
+
+    def validate(self, operation: str, params: dict[str, Any]) -> None:
+        self._fake.validate(operation, params)
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        if operation == "describe_table":
+            error = ClientError(
+                {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}},
+                "DescribeTable",
+            )
+            raise translate(error, "DescribeTable", (TABLE,))
+        return await self._fake.send(operation, params)
+
+    async def aclose(self, *, timeout_secs: float) -> None:
+        await self._fake.aclose(timeout_secs=timeout_secs)
+
+
+async def test_a_region_is_added_in_a_free_slot(mrec: SimulatedGlobalTable) -> None:
+    from aioseq import admin
+
+    old = RegionScope((EAST, WEST), 3)
+    east = _store(mrec, EAST, regions=old)
+    assert [await east.atomic_counter("k").next() for _ in range(2)] == [1, 4]
+    added = RegionScope((EAST, WEST, "ap-south-1"), 3)
+    with pytest.raises(ConfigurationError, match="keeps its slot"):
+        await admin.set_region_scope(east, "k", RegionScope((WEST, EAST, "ap-south-1"), 3))
+    with pytest.raises(ConfigurationError, match="keeps its slot"):
+        await admin.set_region_scope(east, "k", RegionScope((EAST, WEST), 4))
+    assert await admin.set_region_scope(east, "k", added) == old
+    with pytest.raises(ConfigurationError, match="no Region scope"):
+        await admin.set_region_scope(east, "never-used", added)
+    renewed = _store(mrec, EAST, regions=added)
+    assert await renewed.atomic_counter("k").next() == 7  # us-east-1's numbers go on
+    with pytest.raises(NumberingMismatch):  # a store still on the old list, new object
+        await _store(mrec, EAST, regions=old).atomic_counter("k").next()
+    for store in (east, renewed):
+        await store.aclose()
