@@ -63,6 +63,26 @@ def _parser() -> argparse.ArgumentParser:
         help=f"table name (default: {DEFAULT_TABLE_NAME})",
     )
     common.add_argument(
+        "--regions",
+        default=argparse.SUPPRESS,
+        metavar="R1,R2",
+        help="global table: Region-scoped numbering over these Regions, in slot order"
+        " (docs/global-tables.md)",
+    )
+    common.add_argument(
+        "--region-slots",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="with --regions: the count of slots (default: the Regions listed)",
+    )
+    common.add_argument(
+        "--home-region",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help="global table: the one Region that writes counters (elsewhere: read only)",
+    )
+    common.add_argument(
         "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log to stderr"
     )
 
@@ -285,10 +305,14 @@ def _add_operations(
 
 
 async def _open(args: argparse.Namespace, endpoint_url: str | None = None) -> DynamoStore:
+    regions = getattr(args, "regions", None)
     return await DynamoStore.open(
         table=TableSpec(name=getattr(args, "table", DEFAULT_TABLE_NAME)),
         endpoint_url=endpoint_url or getattr(args, "endpoint_url", None),
         region_name=getattr(args, "region", None),
+        regions=[r.strip() for r in regions.split(",")] if regions is not None else None,
+        region_slots=getattr(args, "region_slots", None),
+        home_region=getattr(args, "home_region", None),
     )
 
 
