@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions soak clean
+.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions bench-global-tables soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -140,6 +140,11 @@ bench-hard-days: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # the FastAPI example (~2 minutes; writes partitions.json and .md).
 bench-partitions: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks.partitions --server dynamodb-local $(ARGS)
+
+# Global tables (issue 33): Region-scoped numbering against none, per strategy; a simulated table
+# with multi-Region strong consistency at 0, 10 and 30 % refused writes (~2 minutes).
+bench-global-tables: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.global_tables --server dynamodb-local $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).

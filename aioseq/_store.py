@@ -44,7 +44,13 @@ from aioseq.errors import (
     StoreError,
     WrongEventLoop,
 )
-from aioseq.numbering import Numbering, RegionScope, check_recorded
+from aioseq.numbering import (
+    Numbering,
+    RegionScope,
+    ScopeRecord,
+    check_recorded,
+    recorded_text,
+)
 from aioseq.observe import Observer
 from aioseq.regions import Replication, write_refusal
 from aioseq.strategies.atomic import AtomicCounter
@@ -478,7 +484,8 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
-                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
+                a refusal to write known already (`UnsafeGlobalTable`, `RegionNotListed`,
+                `NotSupportedByTable`: see [`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (max_value, numbering)
@@ -506,7 +513,8 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
-                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
+                a refusal to write known already (`UnsafeGlobalTable`, `RegionNotListed`,
+                `NotSupportedByTable`: see [`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (write, max_value, max_in_flight, _grouping(group))
@@ -543,7 +551,9 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad argument, or the partition's shared counter has other
-                options.
+                options; a refusal to write known already (`UnsafeGlobalTable`,
+                `RegionNotListed`, `NotSupportedByTable` when grouped: see
+                [`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new partition, from another event loop than the store's.
         """
         options = (
@@ -589,7 +599,8 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad argument, or ``key``'s shared counter has other options;
-                a write refusal known already ([`check_writes()`][aioseq.DynamoStore.check_writes]).
+                a refusal to write known already (`UnsafeGlobalTable`, `RegionNotListed`,
+                `NotSupportedByTable`: see [`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         options = (
@@ -639,7 +650,8 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad argument, or ``key``'s shared allocator has other
-                options.
+                options; a refusal to write known already (`UnsafeGlobalTable`,
+                `RegionNotListed`: see [`check_writes()`][aioseq.DynamoStore.check_writes]).
             WrongEventLoop: a new key, from another event loop than the store's.
         """
         if runway_secs is None:
@@ -777,11 +789,14 @@ class DynamoStore:
         Raises:
             TableNotFound: the table does not exist.
             RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: DynamoDB refused otherwise (its subclass says how).
+            StoreClosed: the store closed during the request.
         """
         if self._replication is not None:
             return self._replication
         if self._describing is None:
             self._describing = asyncio.ensure_future(self._describe_replication())
+            self._describing.add_done_callback(self._described)
         describing = self._describing
         try:
             return await asyncio.shield(describing)
@@ -789,11 +804,14 @@ class DynamoStore:
             if describing.cancelled():  # by the store's close, not this caller's
                 raise StoreClosed("the DynamoStore closed while it described its table") from None
             raise
-        finally:
-            if describing.done() and self._describing is describing:
-                self._describing = None  # a failure is asked again by the next caller
-                if not describing.cancelled():
-                    describing.exception()  # retrieved: each caller got it
+
+    def _described(self, describing: asyncio.Future[Replication]) -> None:
+        """The request's end: the next caller asks again after a failure (retrieved here, so
+        that a failure all of whose callers left is not reported as never retrieved)."""
+        if self._describing is describing:
+            self._describing = None
+        if not describing.cancelled():
+            describing.exception()
 
     async def _describe_replication(self) -> Replication:
         try:
@@ -836,28 +854,37 @@ class DynamoStore:
         if refusal is not None:
             raise refusal
 
-    async def check_writes(self, key: str, *, transactions: bool = False) -> None:
+    async def check_writes(
+        self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
+    ) -> None:
         """Raise unless this store may write counter ``key``: every counter calls it before
-        its first write (and admin before each). Under ``regions=``, also checks the key's
-        recorded [`RegionScope`][aioseq.RegionScope], recording it if none is.
+        its first write (and admin before each write). Under ``regions=``, also checks the
+        key's recorded [`ScopeRecord`][aioseq.numbering.ScopeRecord] (the Region scope and the
+        numbering shared out), recording it if none is.
 
         DynamoDB calls: the first call of a store, one ``DescribeTable``
         ([`replication()`][aioseq.DynamoStore.replication]; with ``regions=`` or
         ``home_region=``, only for a writer of transactions); under ``regions=``, one strongly
         consistent ``GetItem`` of the key's own counter item (1 RCU) and, the first time for
-        the key, one conditional ``PutItem`` that creates it (1 WCU).
+        the key, one conditional ``PutItem`` that creates it (1 WCU). On a table with
+        multi-Region eventual consistency that record is written once per Region at most: two
+        stores that both find it missing within the replication delay both pass, whatever
+        their lists (see docs/global-tables.md).
 
         Parameters:
             key: the counter key (or sort-key collection).
             transactions: the writer sends ``TransactWriteItems``.
+            numbering: the numbering the writer records in this Region (its share, under
+                ``regions=``); ``None`` (admin): any numbering the key records, and
+                ``stride=1 offset=1`` if it records none.
 
         Raises:
             UnsafeGlobalTable, NotHomeRegion, RegionNotListed, NotSupportedByTable: see
                 [`aioseq.regions.write_refusal()`][aioseq.regions.write_refusal]; nothing was
                 written.
-            NumberingMismatch: the key records another Region scope, or was used without
-                one (a numbering, or a value): nothing was written.
-            TableNotFound, RetriesExhausted, StoreError: the requests failed.
+            NumberingMismatch: the key records another Region scope or numbering, or was used
+                without ``regions=`` (a numbering, or a value): nothing was written.
+            TableNotFound, RetriesExhausted, StoreError, StoreClosed: the requests failed.
         """
         # Under regions= or home_region=, only what needs transactions asks the table.
         stated = self.region_scope is not None or self.home_region is not None
@@ -875,35 +902,40 @@ class DynamoStore:
         )
         if refusal is not None:
             raise refusal
-        if self.region_scope is not None:
-            await self._claim_scope(key, self.region_scope)
+        scope, region = self.region_scope, self.region
+        if scope is not None and region is not None:
+            share = numbering or scope.share(region, Numbering())
+            record = ScopeRecord(scope, scope.base(region, share))
+            await self._claim_scope(key, record, any_numbering=numbering is None)
 
-    async def _claim_scope(self, key: str, scope: RegionScope) -> None:
-        """Record ``scope`` on counter ``key``'s own counter item if nothing is there (a
-        create-once put, the only write of that item from any Region), else check it."""
+    async def _claim_scope(self, key: str, record: ScopeRecord, *, any_numbering: bool) -> None:
+        """Record ``record`` on counter ``key``'s own counter item if nothing is there (a
+        create-once put, the only write of that item from any Region), else check it (its
+        scope alone with ``any_numbering``: admin, which moves any counter)."""
         spec = self.table
         item_key = self._item_key(key)
-        found = await self.send_with_retries(
-            "get_item", TableName=spec.name, Key=item_key, ConsistentRead=True
-        )
-        item = found.get("Item")
+        read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
+        item = (await self.send_with_retries("get_item", **read)).get("Item")
         if item is None:
             try:
                 await self.send_with_retries(
                     "put_item",
                     TableName=spec.name,
-                    Item={**item_key, NUMBERING_ATTRIBUTE: {"S": scope.encode()}},
+                    Item={**item_key, NUMBERING_ATTRIBUTE: {"S": record.encode()}},
                     ConditionExpression="attribute_not_exists(#pk)",
                     ExpressionAttributeNames={"#pk": spec.partition_key},
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
                 return
             except ConditionFailed as exc:  # another store made it first (or a resend of ours)
-                item = exc.item
-        check_recorded(item, key, scope)
+                item = exc.item or (await self.send_with_retries("get_item", **read)).get("Item")
+        text = recorded_text(item, key)
+        if any_numbering and text is not None and text.startswith("regions="):
+            record = ScopeRecord(record.scope, ScopeRecord.decode(text).numbering)
+        check_recorded(item, key, record)
         if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
             # A counter item with a value: the key was used without regions=.
-            raise NumberingMismatch(key, _Unscoped(), scope)
+            raise NumberingMismatch(key, _Unscoped(), record)
 
     # --- the table --------------------------------------------------------------------------
 

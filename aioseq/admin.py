@@ -65,7 +65,13 @@ from aioseq.errors import (
     CounterWouldMoveBack,
 )
 from aioseq.layout import ShardedItems
-from aioseq.numbering import Numbering, RegionScope, decode_recorded, recorded_text
+from aioseq.numbering import (
+    Numbering,
+    RegionScope,
+    ScopeRecord,
+    decode_recorded,
+    recorded_text,
+)
 
 if TYPE_CHECKING:
     from aioseq._store import DynamoStore
@@ -826,10 +832,13 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     ``scope``, where no Region's numbers change: every Region of the recorded scope keeps its
     slot, and the count of slots stays. So a Region is added in a free slot (see
     docs/global-tables.md, "Adding a Region"); stores still on the old list are refused at
-    their next new counter object.
+    their next new counter object. The numbering the Regions share out stays.
 
-    DynamoDB calls: one strongly consistent ``GetItem`` of the key's own counter item, then
-    ``UpdateItem SET #numbering = :new IF #numbering = :old`` (1 WCU), under the retry policy.
+    DynamoDB calls: the store's write check
+    ([`check_writes()`][aioseq.DynamoStore.check_writes]), one strongly consistent ``GetItem``
+    of the key's own counter item, then ``UpdateItem SET #numbering = :new IF #numbering =
+    :old`` (1 WCU), under the retry policy; a resend after a lost answer that finds ``:new``
+    recorded counts as done.
 
     Returns:
         The scope recorded before.
@@ -837,11 +846,17 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     Raises:
         ConfigurationError: no scope is recorded for ``key``, or ``scope`` would move a
             Region or change the slots (nothing written).
+        ConditionFailed: another writer changed the record between the read and the write.
+        CounterValueInvalid: the recorded numbering is unreadable.
+        NotHomeRegion, UnsafeGlobalTable: the store may not write (see
+            [`check_writes()`][aioseq.DynamoStore.check_writes]).
         StoreError, RetriesExhausted: as for any request.
     """
     check_key(key)
     if not isinstance(scope, RegionScope):
         raise ConfigurationError(f"scope must be a RegionScope, not {type(scope).__name__}")
+    if store.region_scope is None:  # (a Region-scoped store's check is of the scope it holds)
+        await store.check_writes(key)
     table = store.table
     item_key = {table.partition_key: {"S": key}}
     if table.sort_key is not None:
@@ -851,25 +866,32 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     )
     text = recorded_text(found.get("Item"), key)
     old = decode_recorded(text) if text is not None else None
-    if not isinstance(old, RegionScope):
+    if not isinstance(old, ScopeRecord):
         raise ConfigurationError(f"counter {key!r} records no Region scope: nothing to change")
-    moved = [r for r in old.regions if r not in scope.regions or scope.slot(r) != old.slot(r)]
-    if moved or scope.slots != old.slots:
+    was = old.scope
+    moved = [r for r in was.regions if r not in scope.regions or scope.slot(r) != was.slot(r)]
+    if moved or scope.slots != was.slots:
         raise ConfigurationError(
-            f"{scope} would change the numbers of {old}: every Region keeps its slot and the"
+            f"{scope} would change the numbers of {was}: every Region keeps its slot and the"
             " slots stay; nothing was written"
         )
-    if scope != old:
-        await store.send_with_retries(
-            "update_item",
-            TableName=table.name,
-            Key=item_key,
-            UpdateExpression="SET #numbering = :new",
-            ConditionExpression="#numbering = :old",
-            ExpressionAttributeNames={"#numbering": NUMBERING_ATTRIBUTE},
-            ExpressionAttributeValues={":new": {"S": scope.encode()}, ":old": {"S": old.encode()}},
-        )
-    return old
+    new = ScopeRecord(scope, old.numbering).encode()
+    if scope != was:
+        try:
+            await store.send_with_retries(
+                "update_item",
+                TableName=table.name,
+                Key=item_key,
+                UpdateExpression="SET #numbering = :new",
+                ConditionExpression="#numbering = :old",
+                ExpressionAttributeNames={"#numbering": NUMBERING_ATTRIBUTE},
+                ExpressionAttributeValues={":new": {"S": new}, ":old": {"S": old.encode()}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ConditionFailed as exc:
+            if recorded_text(exc.item, key) != new:  # (else: a resend of ours, applied)
+                raise
+    return was
 
 
 def _renumber_verdict(exc: Exception) -> Verdict:

@@ -145,9 +145,12 @@ class Store(Protocol):
     def refuse_writes_known(self, *, transactions: bool = False) -> None:
         """Raise now if what is known without a request refuses writes (a factory's check)."""
 
-    async def check_writes(self, key: str, *, transactions: bool = False) -> None:
+    async def check_writes(
+        self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
+    ) -> None:
         """Raise unless counter ``key`` may be written from this store (once per object,
-        before its first write; ``transactions``: it sends ``TransactWriteItems``)."""
+        before its first write; ``transactions``: it sends ``TransactWriteItems``;
+        ``numbering``: the one it records)."""
 
     def adopt(self, made: Managed) -> None:
         """Take ``made`` in, to close it with the store (again, after an idle drop).

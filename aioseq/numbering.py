@@ -57,7 +57,7 @@ from aioseq.errors import (
 
 # Numbering is public (as aioseq.Numbering); the functions below are aioseq's own (the
 # strategies' and admin's): this module's docstring is their contract.
-__all__ = ["Numbering", "RegionScope"]
+__all__ = ["Numbering", "RegionScope", "ScopeRecord"]
 
 #: The most slots a Region scope has (a global table has one replica per Region).
 MAX_SLOTS = 64
@@ -156,8 +156,9 @@ class RegionScope:
 
     ``slots`` may exceed the Regions listed, to leave room: a Region added later in a free
     slot changes no Region's numbers. The scope is recorded on the counter key's own counter
-    item (``aioseq_numbering``, as [`encode()`][aioseq.RegionScope.encode] writes it), created
-    once; a store with another scope, or none, is refused there
+    item (``aioseq_numbering``, with the numbering shared out: a
+    [`ScopeRecord`][aioseq.numbering.ScopeRecord]), created once; a store with another scope,
+    or none, or another numbering, is refused there
     ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]).
 
     Attributes:
@@ -198,6 +199,16 @@ class RegionScope:
             return self.regions.index(region)
         except ValueError:
             raise RegionNotListed(region, self.regions) from None
+
+    def base(self, region: str, share: Numbering) -> Numbering:
+        """The numbering whose ``region`` share is ``share`` (the inverse of
+        [`share()`][aioseq.RegionScope.share]).
+
+        Raises:
+            RegionNotListed: ``region`` is not listed.
+        """
+        slot, stride = self.slot(region), share.stride // self.slots
+        return Numbering(stride, share.offset - slot * stride, share.max_value)
 
     def share(self, region: str, numbering: Numbering) -> Numbering:
         """``numbering`` within ``region``'s residue class: stride ``numbering.stride * slots``,
@@ -242,6 +253,43 @@ class RegionScope:
         if scope.encode() != text:
             raise ConfigurationError(f"not a Region scope: {text!r}")
         return scope
+
+    def __str__(self) -> str:
+        return self.encode()
+
+
+@dataclass(frozen=True)
+class ScopeRecord:
+    """What the own counter item of a Region-scoped counter key records (``aioseq_numbering``):
+    its [`RegionScope`][aioseq.RegionScope] and the numbering the Regions share out (a block
+    allocator's stride and offset; ``stride=1 offset=1`` for the strategies), so that every
+    Region's counter objects agree on both.
+
+    >>> ScopeRecord(RegionScope(("us-east-1", "eu-west-1")), Numbering()).encode()
+    'regions=us-east-1,eu-west-1 slots=2 stride=1 offset=1'
+    """
+
+    scope: RegionScope
+    numbering: Numbering
+
+    def encode(self) -> str:
+        """The recorded text: the scope's, then the numbering's."""
+        return f"{self.scope.encode()} {self.numbering.encode()}"
+
+    @classmethod
+    def decode(cls, text: str) -> ScopeRecord:
+        """The record [`encode()`][aioseq.numbering.ScopeRecord.encode] wrote as ``text``.
+
+        Raises:
+            ConfigurationError: ``text`` is not one.
+        """
+        parts = text.split(" ", 2) if isinstance(text, str) else []
+        if len(parts) != 3:
+            raise ConfigurationError(f"not a Region scope record: {text!r}")
+        record = cls(RegionScope.decode(" ".join(parts[:2])), Numbering.decode(parts[2]))
+        if record.encode() != text:
+            raise ConfigurationError(f"not a Region scope record: {text!r}")
+        return record
 
     def __str__(self) -> str:
         return self.encode()
@@ -296,20 +344,22 @@ def recorded_text(item: Mapping[str, AttributeValue] | None, key: str) -> str | 
     )
 
 
-def decode_recorded(text: str) -> Numbering | RegionScope:
-    """The numbering or Region scope ``text`` records, exactly as ``encode()`` writes it.
+def decode_recorded(text: str) -> Numbering | ScopeRecord:
+    """The numbering or Region scope record ``text`` holds, exactly as ``encode()`` writes it.
 
     Raises:
         ConfigurationError: ``text`` is neither.
     """
-    recorded = RegionScope.decode(text) if text.startswith("regions=") else Numbering.decode(text)
+    recorded: Numbering | ScopeRecord = (
+        ScopeRecord.decode(text) if text.startswith("regions=") else Numbering.decode(text)
+    )
     if recorded.encode() != text:
         raise ConfigurationError(f"not a counter numbering: {text!r}")
     return recorded
 
 
 def check_recorded(
-    item: Mapping[str, AttributeValue] | None, key: str, requested: Numbering | RegionScope
+    item: Mapping[str, AttributeValue] | None, key: str, requested: Numbering | ScopeRecord
 ) -> None:
     """Refuse a counter item whose recorded numbering (or Region scope) is not ``requested``
     (none recorded passes: the next write records it).

@@ -55,7 +55,7 @@ class Replication:
 
     Attributes:
         replicas: the Regions of its replicas, sorted (empty: not a global table). The Region
-            described is included whether or not DynamoDB lists it.
+            described from is included (when known) whether or not DynamoDB lists it.
         consistency: ``"EVENTUAL"`` (MREC) or ``"STRONG"`` (MRSC) for a global table, ``None``
             for a table with no replicas.
         witnesses: the Regions of an MRSC table's witness (at most one).
@@ -70,8 +70,8 @@ class Replication:
 
     @property
     def is_global(self) -> bool:
-        """Whether the table has replicas in other Regions."""
-        return len(self.replicas) > 1
+        """Whether the table has replicas (a global table)."""
+        return bool(self.replicas)
 
     @classmethod
     def of(cls, table: Mapping[str, Any], region: str | None) -> Replication:

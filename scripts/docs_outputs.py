@@ -354,6 +354,13 @@ def partitions_table() -> None:
     emit(partitions.markdown(_report("partitions")), lang=None)
 
 
+def global_tables_table() -> None:
+    """What sharing counters across Regions costs, from docs/performance/global_tables.json."""
+    from benchmarks import global_tables
+
+    emit(global_tables.markdown(_report("global_tables")), lang=None)
+
+
 def partitions_sentence() -> None:
     """One sentence of the layouts' figures (README), from docs/performance/partitions.json."""
     report = _report("partitions")

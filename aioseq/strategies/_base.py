@@ -147,7 +147,7 @@ class Strategy:
             store, self.key, numbering, self._numbers_of.count_up_to(self.max_value)
         )
         self._writes_checked = False  # store.check_writes() passed for this object
-        self._checking_writes: asyncio.Lock | None = None
+        self._checking_writes: asyncio.Future[None] | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
         self.store = store
@@ -169,15 +169,26 @@ class Strategy:
     async def _check_writes(self) -> None:
         """Before this object's first write: may the store write its counter here (a global
         table's Regions; see [`DynamoStore.check_writes()`][aioseq.DynamoStore.check_writes])?
-        One check at a time; once passed, never again."""
+        One check in flight, shared by the callers that come meanwhile (its failure is
+        theirs; the next caller asks again); once passed, never again."""
         if self._writes_checked:
             return
-        if self._checking_writes is None:
-            self._checking_writes = asyncio.Lock()
-        async with self._checking_writes:
-            if not self._writes_checked:
-                await self.store.check_writes(self.key, transactions=self._transactions)
-                self._writes_checked = True
+        checking = self._checking_writes
+        if checking is None:
+            checking = asyncio.ensure_future(
+                self.store.check_writes(
+                    self.key, transactions=self._transactions, numbering=self._item.numbering
+                )
+            )
+            checking.add_done_callback(self._writes_check_done)
+            self._checking_writes = checking
+        await asyncio.shield(checking)
+
+    def _writes_check_done(self, checking: asyncio.Future[None]) -> None:
+        if self._checking_writes is checking:
+            self._checking_writes = None
+        if not checking.cancelled() and checking.exception() is None:
+            self._writes_checked = True
 
     def _handed_out(self, n: int) -> None:
         """Count ``n`` numbers handed out."""
@@ -456,7 +467,12 @@ class ConditionalCounterStrategy(GroupCommitStrategy):
         max_in_flight: int | None = 1,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
-        self._item = TrackedCounterItem(store, self.key, self._item.numbering, self.max_value)
+        self._item = TrackedCounterItem(
+            store,
+            self.key,
+            self._item.numbering,
+            self._item.max_value,  # (a value limit)
+        )
         # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
         # then may this object queue on its counter item (one place per writer).
         self._item.turn.enabled = max_in_flight == 1

@@ -266,19 +266,34 @@ class AtomicCounter(Strategy):
             UpdateItem  SET #value = :before  IF #value = :top AND #numbering = :numbering
 
         Parameters:
-            numbers: a non-empty ``range`` with step 1, the last numbers this counter gave.
+            numbers: a non-empty ``range``, the last numbers this counter gave, as
+                [`next_many()`][aioseq.AtomicCounter.next_many] returned them (step 1; under a
+                store's ``regions=``, the Region's stride).
 
         Returns:
             True if they were given back (the next ``ADD`` hands them out again), False if the
             counter has moved on, or its numbering changed (they stay unused).
 
         Raises:
-            ConfigurationError: a bad range. RetriesExhausted, StoreError, StoreClosed.
+            ConfigurationError: a bad range. RetriesExhausted, StoreError, StoreClosed; the
+                refusals of [`DynamoStore.check_writes()`][aioseq.DynamoStore.check_writes].
         """
-        if not isinstance(numbers, range) or numbers.step != 1 or not numbers or numbers.start < 1:
-            raise ConfigurationError(f"give_back takes a non-empty range of step 1: {numbers!r}")
+        values = self._numbers_of  # numbers back to the counter's values
+        if (
+            not isinstance(numbers, range)
+            or numbers.step != values.stride
+            or not numbers
+            or numbers.start < values.offset
+            or (numbers.start - values.offset) % values.stride
+        ):
+            raise ConfigurationError(
+                f"give_back takes a non-empty range this counter handed out: {numbers!r}"
+            )
         self._check_open(store_closing_ok=True)  # a closing store's allocators give back
-        returned = await self._set_value_if(number(numbers.start - 1), expected=number(numbers[-1]))
+        if not self._writes_checked:
+            await self._check_writes()
+        first, last = values.count_up_to(numbers.start), values.count_up_to(numbers[-1])
+        returned = await self._set_value_if(number(first - 1), expected=number(last))
         if returned:
             self._numbers -= len(numbers)
         return returned

@@ -35,10 +35,11 @@ Region: one client per Region on one server is one storage per Region).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
@@ -56,6 +57,9 @@ from aioseq.testing.faults import error_body
 __all__ = ["SimulatedGlobalTable"]
 
 Consistency = Literal["EVENTUAL", "STRONG"]
+
+#: Earlier than any write.
+_NEVER = (float("-inf"), "")
 
 #: The item writes: replicated (MREC), or refused at ``conflict_rate`` (MRSC).
 _WRITES = frozenset({"put_item", "update_item", "delete_item", "batch_write_item"})
@@ -116,9 +120,14 @@ class SimulatedGlobalTable:
         self.conflict_rate = float(conflict_rate)
         self._storage = storage
         self._rng = random.Random(seed)
-        # MREC: when each Region's copy of an item was last written ((table, key) -> time).
-        self._written: dict[str, dict[tuple[str, str], float]] = {name: {} for name in names}
+        # MREC: when each Region's copy of an item was last written, and where: (time, Region)
+        # by (table, key); the later wins, the Region's name breaking a tie.
+        self._written: dict[str, dict[tuple[str, str], tuple[float, str]]] = {
+            name: {} for name in names
+        }
         self._key_schemas: dict[str, list[str]] = {}
+        # One write at a time per item and Region: (region, table, key) -> its lock.
+        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
         self._pending: set[asyncio.Task[None]] = set()
         #: MREC: the Regions each item was written from by a client (not by replication),
         #: by ``(table, key)``, the key as JSON of its AttributeValues.
@@ -150,26 +159,32 @@ class SimulatedGlobalTable:
             ConfigurationError: as the constructor, or a bad ``endpoint_url``.
         """
         names = list(regions)
+        options: dict[str, Any] = {
+            "consistency": consistency,
+            "replication_delay_secs": replication_delay_secs,
+            "conflict_rate": conflict_rate,
+            "seed": seed,
+        }
+        cls(names, **options)  # checked before a client is opened (fakes: nothing to close)
         opened: dict[str, Transport] = {}
-        for name in names if consistency == "EVENTUAL" else names[:1]:
-            client, stack = await open_client(
-                session=None,
-                endpoint_url=endpoint_url,
-                region_name=name,
-                max_pool_connections=64,
-                connect_timeout_secs=5.0,
-                read_timeout_secs=10.0,
-            )
-            opened[name] = BotocoreTransport(client, owner=stack, validates=True)
-        if consistency == "STRONG":
-            opened = {name: opened[names[0]] for name in names}
-        return cls(
-            opened,
-            consistency=consistency,
-            replication_delay_secs=replication_delay_secs,
-            conflict_rate=conflict_rate,
-            seed=seed,
-        )
+        try:
+            for name in names if consistency == "EVENTUAL" else names[:1]:
+                client, stack = await open_client(
+                    session=None,
+                    endpoint_url=endpoint_url,
+                    region_name=name,
+                    max_pool_connections=64,
+                    connect_timeout_secs=5.0,
+                    read_timeout_secs=10.0,
+                )
+                opened[name] = BotocoreTransport(client, owner=stack, validates=True)
+            if consistency == "STRONG":
+                opened = {name: opened[names[0]] for name in names}
+            return cls(opened, **options)
+        except BaseException:
+            for transport in {id(t): t for t in opened.values()}.values():
+                await transport.aclose(timeout_secs=5.0)
+            raise
 
     def transport(self, region: str) -> Transport:
         """A new endpoint of ``region``: give it to one store as ``DynamoStore(transport=...)``
@@ -183,9 +198,17 @@ class SimulatedGlobalTable:
         return _RegionEndpoint(self, region)  # one per store: a store closes its own
 
     async def settle(self) -> None:
-        """Wait until every replication due has been applied (MREC; at once for MRSC)."""
+        """Wait until every replication due has been applied (MREC; at once for MRSC).
+
+        Raises:
+            Exception: the first error a replication met (its storage refused a copy).
+        """
+        failed: list[BaseException] = []
         while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+            done = await asyncio.gather(*list(self._pending), return_exceptions=True)
+            failed += [e for e in done if isinstance(e, BaseException)]
+        if failed:
+            raise failed[0]
 
     async def aclose(self) -> None:
         """Let the replications due finish, then close the storage transports."""
@@ -224,13 +247,13 @@ class SimulatedGlobalTable:
                 _, body = error_body("replicated-write-conflict", operation, b"")
                 message = body["message"] if isinstance(body, dict) else ""
                 raise self._refused(operation, params, "ReplicatedWriteConflictException", message)
+        if self.consistency == "EVENTUAL" and (
+            operation in _WRITES or operation == "transact_write_items"
+        ):
+            return await self._write_in(region, operation, params)
         response = await storage.send(operation, params)
         if operation == "describe_table" and "Table" in response:
             response = {**response, "Table": self._as_replica(region, response["Table"])}
-        elif self.consistency == "EVENTUAL" and (
-            operation in _WRITES or operation == "transact_write_items"
-        ):
-            await self._written_in(region, params)
         return response
 
     async def _on_every_storage(
@@ -277,39 +300,79 @@ class SimulatedGlobalTable:
 
     # --- MREC replication -------------------------------------------------------------------
 
-    async def _written_in(self, region: str, params: dict[str, Any]) -> None:
-        """Note a write applied in ``region`` and schedule its items' copies."""
-        now = asyncio.get_running_loop().time()
-        for table, key in await self._keys_written(region, params):
-            self._written[region][(table, _key_text(key))] = now
-            self.writers.setdefault((table, _key_text(key)), set()).add(region)
-            task = asyncio.ensure_future(self._replicate(region, table, key))
-            self._pending.add(task)
-            task.add_done_callback(self._pending.discard)
+    async def _write_in(
+        self, region: str, operation: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A write in ``region``: applied with its items held (no copy lands between its
+        application and its time stamp), stamped, and its items' copies scheduled."""
+        keys = await self._keys_written(region, params)
+        async with self._holding(region, keys):
+            response = await self._storage[region].send(operation, params)
+            stamp = (asyncio.get_running_loop().time(), region)
+            unprocessed = {
+                (table, _key_text(await self._key_of(region, table, request)))
+                for table, requests in (response.get("UnprocessedItems") or {}).items()
+                for request in requests
+            }
+            for table, key in keys:
+                text = _key_text(key)
+                if (table, text) in unprocessed:
+                    continue  # not written: nothing to copy
+                self._written[region][(table, text)] = stamp
+                self.writers.setdefault((table, text), set()).add(region)
+                task = asyncio.ensure_future(self._replicate(region, table, key))
+                self._pending.add(task)
+                task.add_done_callback(self._pending.discard)
+        return response
 
     async def _replicate(self, source: str, table: str, key: dict[str, Any]) -> None:
+        """Copy the item (or its absence) from ``source`` to the other Regions, where the copy
+        there was written earlier (last writer wins by ``(time, Region)``)."""
         await asyncio.sleep(self.replication_delay_secs)
         text = _key_text(key)
-        written = self._written[source].get((table, text))
+        async with self._holding(source, [(table, key)]):
+            written = self._written[source].get((table, text))
+            found = await self._storage[source].send(
+                "get_item", {"TableName": table, "Key": key, "ConsistentRead": True}
+            )
         if written is None:
             return
-        found = await self._storage[source].send(
-            "get_item", {"TableName": table, "Key": key, "ConsistentRead": True}
-        )
         item = found.get("Item")
         for target in self.regions:
             if target == source:
                 continue
-            if self._written[target].get((table, text), float("-inf")) >= written:
-                self.discarded += 1  # the target's copy is newer: last writer wins
-                continue
-            self._written[target][(table, text)] = written
-            storage = self._storage[target]
-            if item is None:
-                await storage.send("delete_item", {"TableName": table, "Key": key})
-            else:
-                await storage.send("put_item", {"TableName": table, "Item": item})
-            self.replicated += 1
+            async with self._holding(target, [(table, key)]):
+                if self._written[target].get((table, text), _NEVER) >= written:
+                    self.discarded += 1  # the target's copy is newer: last writer wins
+                    continue
+                storage = self._storage[target]
+                if item is None:
+                    await storage.send("delete_item", {"TableName": table, "Key": key})
+                else:
+                    await storage.send("put_item", {"TableName": table, "Item": item})
+                self._written[target][(table, text)] = written
+                self.replicated += 1
+
+    @contextlib.asynccontextmanager
+    async def _holding(
+        self, region: str, keys: Sequence[tuple[str, dict[str, Any]]]
+    ) -> AsyncIterator[None]:
+        """Hold ``keys``' items in ``region`` (in one order, so two holders never wait on
+        each other)."""
+        texts = sorted({(table, _key_text(key)) for table, key in keys})
+        locks = [self._locks.setdefault((region, *text), asyncio.Lock()) for text in texts]
+        async with contextlib.AsyncExitStack() as held:
+            for lock in locks:
+                await held.enter_async_context(lock)
+            yield
+
+    async def _key_of(self, region: str, table: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The primary key of a ``BatchWriteItem`` request."""
+        if "DeleteRequest" in request:
+            return dict(request["DeleteRequest"]["Key"])
+        names = await self._key_schema(region, table)
+        item = request["PutRequest"]["Item"]
+        return {name: item[name] for name in names if name in item}
 
     async def _keys_written(
         self, region: str, params: dict[str, Any]
@@ -334,10 +397,7 @@ class SimulatedGlobalTable:
         elif "RequestItems" in params:
             for table, requests in params["RequestItems"].items():
                 for request in requests:
-                    if "PutRequest" in request:
-                        await add(table, None, request["PutRequest"]["Item"])
-                    else:
-                        await add(table, request["DeleteRequest"]["Key"], None)
+                    found.append((table, await self._key_of(region, table, request)))
         else:
             await add(params["TableName"], params.get("Key"), params.get("Item"))
         return found

@@ -15,14 +15,14 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aioseq import DynamoStore
-from benchmarks import defaults, guard, hard_days, many_keys
+from benchmarks import defaults, global_tables, guard, hard_days, many_keys
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.defaults import sections
 from benchmarks.variants import (
@@ -501,3 +501,21 @@ async def test_the_hard_days_run_audits_and_costs_each_runway(aioseq_endpoint: s
         assert row["allocator_bytes_at_end"] > 0
     text = hard_days.markdown({**report, "command": "c", "date": "d", "server": "s"})
     assert "| healthy | 300 |" in text and "All goals met." in text
+
+
+# --- the global tables benchmark (python -m benchmarks.global_tables) ------------------------
+
+
+@pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
+async def test_the_global_tables_run_checks_every_row(aioseq_endpoint: str) -> None:
+    report = await global_tables.run(global_tables.QUICK, aioseq_endpoint)
+    assert report["ok"], report
+    scoped = [r for r in report["scoping"] if r["regions"]]
+    assert {r["strategy"] for r in scoped} == set(global_tables.STRATEGIES)
+    assert {(r["strategy"], r["conflict_rate"]) for r in report["strong"]} == {
+        (s, rate) for s in ("optimistic", "atomic") for rate in global_tables.CONFLICT_RATES
+    }
+    refused = [r for r in report["strong"] if r["conflict_rate"] > 0]
+    assert all(r["refused_by_table"] > 0 for r in refused)
+    header = {"command": "c", "date": "d", "server": "s", "settings": asdict(global_tables.QUICK)}
+    assert "| transactional |" in global_tables.markdown({**header, **report})

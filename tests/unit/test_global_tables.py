@@ -22,6 +22,7 @@ from aioseq.errors import (
     NotHomeRegion,
     NotSupportedByTable,
     NumberingMismatch,
+    NumberOutOfRange,
     RegionNotListed,
     UnsafeGlobalTable,
 )
@@ -249,7 +250,7 @@ async def test_region_scoped_numbers_are_unique_across_regions(
             {
                 "pk": {"S": "k"},
                 "sk": {"N": "0"},
-                "aioseq_numbering": {"S": "regions=us-east-1,eu-west-1 slots=2"},
+                "aioseq_numbering": {"S": "regions=us-east-1,eu-west-1 slots=2 stride=1 offset=1"},
             }
         ]
     for store in stores.values():
@@ -408,4 +409,63 @@ async def test_a_region_is_added_in_a_free_slot(mrec: SimulatedGlobalTable) -> N
     with pytest.raises(NumberingMismatch):  # a store still on the old list, new object
         await _store(mrec, EAST, regions=old).atomic_counter("k").next()
     for store in (east, renewed):
+        await store.aclose()
+
+
+def test_a_table_with_replicas_is_global_even_from_an_unknown_region() -> None:
+    assert Replication.of({"Replicas": [{"RegionName": WEST}]}, None).is_global
+
+
+async def test_region_scoped_counters_keep_their_max_value(mrec: SimulatedGlobalTable) -> None:
+    west = _store(mrec, WEST, regions=REGIONS)
+    for counter in (
+        west.atomic_counter("a", max_value=5),
+        west.optimistic_counter("o", max_value=5),
+    ):
+        assert [await counter.next(), await counter.next()] == [2, 4]
+        with pytest.raises(NumberOutOfRange):
+            await counter.next()  # 6 would pass 5
+    items = west.transactional_counter("t", max_value=5)
+    make = lambda n: {"pk": f"t#{n}", "sk": 0}  # noqa: E731
+    assert [await items.put(make), await items.put(make)] == [2, 4]
+    with pytest.raises(NumberOutOfRange):
+        await items.put(make)
+    await west.aclose()
+
+
+async def test_the_numbering_shared_out_is_the_same_in_every_region(
+    mrec: SimulatedGlobalTable,
+) -> None:
+    """A block allocator with another stride in the other Region is refused there: its share
+    would overlap (1 3 5 7 against 3 7 11)."""
+    east = _store(mrec, EAST, regions=REGIONS)
+    assert await east.block_allocator("k", block_size=2).next() == 1
+    await mrec.settle()
+    other = _store(mrec, WEST, regions=REGIONS)
+    with pytest.raises(NumberingMismatch, match="stride=1 offset=1"):
+        await other.block_allocator("k", stride=2, offset=1).next()
+    west = _store(mrec, WEST, regions=REGIONS)
+    assert await west.block_allocator("k", block_size=2).next() == 2
+    for store in (east, other, west):
+        await store.aclose()
+
+
+async def test_give_back_is_checked_and_takes_the_numbers_handed_out(
+    mrec: SimulatedGlobalTable,
+) -> None:
+    west = _store(mrec, WEST, regions=REGIONS)
+    counter = west.atomic_counter("k")
+    taken = await counter.next_many(3)
+    assert list(taken) == [2, 4, 6]
+    assert await counter.give_back(taken)
+    assert await counter.next() == 2  # handed out again
+    with pytest.raises(ConfigurationError):
+        await counter.give_back(range(3, 5))  # not this Region's numbers
+    home = _store(mrec, EAST, home_region=EAST)
+    assert await home.atomic_counter("h").next_many(2) == range(1, 3)
+    await mrec.settle()
+    away = _store(mrec, WEST, home_region=EAST)
+    with pytest.raises(NotHomeRegion):
+        await away.atomic_counter("h").give_back(range(1, 3))
+    for store in (west, home, away):
         await store.aclose()

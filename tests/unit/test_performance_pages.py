@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks import contention, fairness, many_keys
+from benchmarks import contention, fairness, global_tables, many_keys
 from benchmarks.row import Row
 
 PERFORMANCE = Path(__file__).resolve().parents[2] / "docs" / "performance"
@@ -35,3 +35,8 @@ def test_many_keys_md_is_rendered_from_many_keys_json() -> None:
 
 def test_fairness_md_is_rendered_from_fairness_json() -> None:
     assert fairness.markdown(_report("fairness")) == (PERFORMANCE / "fairness.md").read_text()
+
+
+def test_global_tables_md_is_rendered_from_global_tables_json() -> None:
+    report = _report("global_tables")
+    assert global_tables.markdown(report) == (PERFORMANCE / "global_tables.md").read_text()
