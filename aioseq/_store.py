@@ -210,7 +210,12 @@ class DynamoStore:
             )
         self.transport: Transport = transport
         self.table = spec
-        #: This store's Region: ``region_name``, else its client's, else its transport's.
+        if region_name is not None and transport.region_name not in (None, region_name):
+            raise ConfigurationError(
+                f"region_name={region_name!r}, but the client sends to"
+                f" {transport.region_name!r}: a store's Region is where its requests go"
+            )
+        #: This store's Region: ``region_name``, else its transport's (its client's).
         self.region: str | None = region_name or transport.region_name
         #: Region-scoped numbering (``regions=``), or ``None``.
         self.region_scope = scope
@@ -856,7 +861,7 @@ class DynamoStore:
 
     async def check_writes(
         self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
-    ) -> None:
+    ) -> Numbering | None:
         """Raise unless this store may write counter ``key``: every counter calls it before
         its first write (and admin before each write). Under ``regions=``, also checks the
         key's recorded [`ScopeRecord`][aioseq.numbering.ScopeRecord] (the Region scope and the
@@ -877,6 +882,10 @@ class DynamoStore:
             numbering: the numbering the writer records in this Region (its share, under
                 ``regions=``); ``None`` (admin): any numbering the key records, and
                 ``stride=1 offset=1`` if it records none.
+
+        Returns:
+            Under ``regions=``, the numbering this Region's counter item of ``key`` records
+            (the share of the numbering recorded for the key); else ``None``.
 
         Raises:
             UnsafeGlobalTable, NotHomeRegion, RegionNotListed, NotSupportedByTable: see
@@ -903,15 +912,19 @@ class DynamoStore:
         if refusal is not None:
             raise refusal
         scope, region = self.region_scope, self.region
-        if scope is not None and region is not None:
-            share = numbering or scope.share(region, Numbering())
-            record = ScopeRecord(scope, scope.base(region, share))
-            await self._claim_scope(key, record, any_numbering=numbering is None)
+        if scope is None or region is None:
+            return None
+        share = numbering or scope.share(region, Numbering())
+        record = ScopeRecord(scope, scope.base(region, share))
+        record = await self._claim_scope(key, record, any_numbering=numbering is None)
+        return scope.share(region, record.numbering)
 
-    async def _claim_scope(self, key: str, record: ScopeRecord, *, any_numbering: bool) -> None:
+    async def _claim_scope(
+        self, key: str, record: ScopeRecord, *, any_numbering: bool
+    ) -> ScopeRecord:
         """Record ``record`` on counter ``key``'s own counter item if nothing is there (a
         create-once put, the only write of that item from any Region), else check it (its
-        scope alone with ``any_numbering``: admin, which moves any counter)."""
+        scope alone with ``any_numbering``: admin, which moves any counter); the record."""
         spec = self.table
         item_key = self._item_key(key)
         read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
@@ -926,7 +939,7 @@ class DynamoStore:
                     ExpressionAttributeNames={"#pk": spec.partition_key},
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-                return
+                return record
             except ConditionFailed as exc:  # another store made it first (or a resend of ours)
                 item = exc.item or (await self.send_with_retries("get_item", **read)).get("Item")
         text = recorded_text(item, key)
@@ -936,6 +949,7 @@ class DynamoStore:
         if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
             # A counter item with a value: the key was used without regions=.
             raise NumberingMismatch(key, _Unscoped(), record)
+        return record
 
     # --- the table --------------------------------------------------------------------------
 

@@ -204,9 +204,11 @@ def factory_taker(
 
 
 def _item_key(store: DynamoStore, key: str, shards: int | None) -> Callable[[int], dict[str, Any]]:
-    """The key of item number ``n``: beside the counter item, or spread over ``shards``."""
+    """The key of item number ``n``: beside the counter item, or spread over ``shards`` (in
+    the store's Region's collections, under ``regions=``)."""
     table = store.table
     partition_key, sort_key = table.partition_key, table.sort_key or "sk"
+    key = store.scoped_key(key)
     if shards is not None:
         return ShardedItems(key, shards, partition_key=partition_key, sort_key=sort_key).key
     return lambda n: {partition_key: key, sort_key: n}

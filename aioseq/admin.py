@@ -142,9 +142,9 @@ async def _write_within_limit(
         NumberOutOfRange: ``value``'s number passes the recorded ``max_value``.
         ConditionFailed: ``condition`` is false.
     """
-    await store.check_writes(key)
+    recorded = await store.check_writes(key)  # (under regions=: the Region's share)
     names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
-    default = store.counter_numbering(Numbering())  # its Region's share, under regions=
+    default = recorded or Numbering()
     values = {**values, ":default_numbering": {"S": default.encode()}}
     pinned: dict[str, AttributeValue] = {}  # the recorded numbering, once a refusal showed one
 
@@ -394,7 +394,7 @@ async def partition_ceiling(store: DynamoStore, key: str) -> float | None:
         TableName=spec.name,
         KeyConditionExpression="#pk = :key",
         ExpressionAttributeNames={"#pk": spec.partition_key},
-        ExpressionAttributeValues={":key": {"S": key}},
+        ExpressionAttributeValues={":key": {"S": store.scoped_key(key)}},
         Limit=2,
     )
     for item in page.get("Items", []):
@@ -664,9 +664,13 @@ async def audit_counter(
     )
     audit = tally.done(key)
     if audit.above:
+        scope = store.region_scope
+        regions = (
+            f" --regions {','.join(scope.regions)} --region-slots {scope.slots}" if scope else ""
+        )
         command = (
-            f"aioseq --table {spec.name} start-after {key} --table {spec.name}"
-            f" --attribute {attribute} --partition {partition or key}"
+            f"aioseq --table {spec.name}{regions} start-after {key} --table {spec.name}"
+            f" --attribute {attribute} --partition {partition or store.scoped_key(key)}"
             + (f" --shards {shards}" if shards is not None else "")
         )
         audit = replace(audit, fix=command)
@@ -745,8 +749,8 @@ async def start_after_maximum(
     maximum = tally.maximum
     try:
         numbering = (await describe_counter(store, key)).numbering
-    except CounterNotFound:
-        numbering = None
+    except CounterNotFound:  # (under regions=: the Region's share of what the key records)
+        numbering = await store.check_writes(key)
     return await ensure_at_least(store, key, value_for_maximum(maximum, numbering))
 
 

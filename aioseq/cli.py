@@ -194,8 +194,8 @@ def _add_operations(
     setter = commands.add_parser(
         "set",
         parents=[common],
-        help="set a counter's value (with the default numbering, the last number handed out);"
-        " refuses to move it back",
+        help="set a counter's value (with the default numbering, the last number handed out;"
+        " under --regions, its Region's value); refuses to move it back",
     )
     setter.add_argument("key", metavar="KEY", help="the counter key")
     setter.add_argument("value", metavar="VALUE", help="a whole number from 0 to 10**38 - 1")
@@ -546,6 +546,9 @@ async def _start_after(args: argparse.Namespace) -> int:
 async def _audit(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
         keys = args.keys or sorted([info.key async for info in admin.list_counters(store)])
+        if not args.keys and store.region_scope is not None:  # this Region's counter items
+            suffix = f"@{store.region}"
+            keys = [key.removesuffix(suffix) for key in keys if key.endswith(suffix)]
         findings = 0
         for key in keys:
 

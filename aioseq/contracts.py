@@ -147,10 +147,11 @@ class Store(Protocol):
 
     async def check_writes(
         self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
-    ) -> None:
+    ) -> Numbering | None:
         """Raise unless counter ``key`` may be written from this store (once per object,
         before its first write; ``transactions``: it sends ``TransactWriteItems``;
-        ``numbering``: the one it records)."""
+        ``numbering``: the one it records); the numbering the Region's counter item of
+        ``key`` records under Region-scoped numbering, else ``None``."""
 
     def adopt(self, made: Managed) -> None:
         """Take ``made`` in, to close it with the store (again, after an idle drop).

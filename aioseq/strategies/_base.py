@@ -147,7 +147,7 @@ class Strategy:
             store, self.key, numbering, self._numbers_of.count_up_to(self.max_value)
         )
         self._writes_checked = False  # store.check_writes() passed for this object
-        self._checking_writes: asyncio.Future[None] | None = None
+        self._checking_writes: asyncio.Future[Numbering | None] | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
         self.store = store
@@ -184,7 +184,7 @@ class Strategy:
             self._checking_writes = checking
         await asyncio.shield(checking)
 
-    def _writes_check_done(self, checking: asyncio.Future[None]) -> None:
+    def _writes_check_done(self, checking: asyncio.Future[Numbering | None]) -> None:
         if self._checking_writes is checking:
             self._checking_writes = None
         if not checking.cancelled() and checking.exception() is None:

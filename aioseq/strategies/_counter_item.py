@@ -14,7 +14,7 @@ from aioseq._limits import WRITES_ATTRIBUTE
 from aioseq._retry import Verdict
 from aioseq.contracts import Store
 from aioseq.errors import AioseqError, CounterValueInvalid, NumberingMismatch, NumberOutOfRange
-from aioseq.numbering import Numbering, decode_recorded
+from aioseq.numbering import Numbering, check_recorded, decode_recorded
 from aioseq.strategies._recent_writes import CounterState, CounterWrite, new_token, turns_of
 from aioseq.strategies._turn import Turn, TurnHeld
 
@@ -103,7 +103,9 @@ class TrackedCounterItem(CounterItem):
             CounterValueInvalid: the counter item's value is not a whole number.
         """
         if not self._known:
-            self.saw(await self.read())
+            item = await self.read()
+            check_recorded(item, self.key, self.numbering)  # (a Region scope record, say)
+            self.saw(item)
         return CounterState.of(self._seen, key=self.key, table=self.store.table)
 
     async def ready(self, size: int, *, predict: bool = True) -> CounterState:

@@ -319,3 +319,12 @@ def test_the_global_table_options(run: Any) -> None:
     assert code == 1 and out == "" and "eu-west-1 only" in err
     code, out, err = run("--home-region", "eu-west-1", "--region-slots", "2", "next", "plain")
     assert code == 1 and "region_slots= goes with regions=" in err
+
+
+def test_a_region_scoped_counter_is_audited_in_its_region(run: Any) -> None:
+    scoped = ("--regions", "us-east-1,eu-west-1")
+    code, out, err = run(*scoped, "next", "inv", "--strategy", "transactional", "--count", "3")
+    assert (code, out) == (0, "1\n3\n5\n"), err
+    code, out, err = run(*scoped, "audit", "--json")  # every counter: this Region's
+    [found] = [json.loads(line) for line in out.splitlines()]
+    assert found["key"] == "inv" and found["ok"] and found["items"] == 3, (out, err)

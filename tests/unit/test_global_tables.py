@@ -469,3 +469,39 @@ async def test_give_back_is_checked_and_takes_the_numbers_handed_out(
         await away.atomic_counter("h").give_back(range(1, 3))
     for store in (west, home, away):
         await store.aclose()
+
+
+def test_a_region_name_must_be_where_the_requests_go() -> None:
+    with pytest.raises(ConfigurationError, match="sends to 'us-east-1'"):
+        DynamoStore(transport=FakeDynamoDB(region_name=EAST), region_name=WEST)
+    assert DynamoStore(transport=FakeDynamoDB(), region_name=WEST).region == WEST
+
+
+async def test_a_store_without_regions_is_refused_on_a_scoped_key() -> None:
+    async with SimulatedGlobalTable(REGIONS, consistency="STRONG") as strong:
+        scoped = DynamoStore(transport=strong.transport(EAST), table=TABLE, regions=REGIONS)
+        await scoped.create_table()
+        assert await scoped.optimistic_counter("k").next() == 1
+        plain = DynamoStore(transport=strong.transport(WEST), table=TABLE)
+        with pytest.raises(NumberingMismatch, match="regions="):
+            await plain.optimistic_counter("k").next()
+        for store in (scoped, plain):
+            await store.aclose()
+
+
+async def test_admin_in_a_new_region_keeps_the_numbering_shared_out(
+    mrec: SimulatedGlobalTable,
+) -> None:
+    from aioseq import admin
+
+    east = _store(mrec, EAST, regions=REGIONS)
+    assert list(await east.block_allocator("k", stride=3, block_size=2).next_many(2)) == [1, 7]
+    await mrec.settle()
+    west = _store(mrec, WEST, regions=REGIONS)
+    assert await admin.ensure_at_least(west, "k", 2) == 2  # eu-west-1's item: 4, 10, then 16
+    await mrec.settle()
+    assert await west.block_allocator("k", stride=3, block_size=2).next() == 16
+    fresh = _store(mrec, WEST, regions=RegionScope((EAST, WEST, "ap-south-1"), 4))
+    assert await fresh.check_writes("new") == Numbering(4, 2)  # (a key of its own list)
+    for store in (east, west, fresh):
+        await store.aclose()
