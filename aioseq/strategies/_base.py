@@ -24,7 +24,7 @@ from aioseq._limits import PARTITION_WCU_PER_SEC
 from aioseq._retry import Classify
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
-from aioseq.errors import ConfigurationError, StoreClosed
+from aioseq.errors import ConfigurationError, NumberingMismatch, StoreClosed
 from aioseq.numbering import Numbering, numbering_for
 from aioseq.strategies._counter_item import CounterItem, TrackedCounterItem
 from aioseq.strategies._recent_writes import LostAnswers
@@ -34,6 +34,12 @@ R = TypeVar("R")
 
 log = logging.getLogger("aioseq")
 
+
+#: Seconds after its first write check that a Region-scoped counter object reads its key's
+#: scope record once more. On a table with multi-Region eventual consistency, two stores that
+#: created the record at once (with different lists) both passed; replication keeps one
+#: record within about a second, and the objects of the other stop writing here.
+SCOPE_RECHECK_SECS = 10.0
 
 #: DynamoDB takes at most 4 MB per transaction; keep room for a counter update and framing.
 MAX_TRANSACTION_BYTES = 4_000_000 - 64_000
@@ -147,6 +153,7 @@ class Strategy:
             store, self.key, numbering, self._numbers_of.count_up_to(self.max_value)
         )
         self._writes_checked = False  # store.check_writes() passed for this object
+        self._recheck: asyncio.Task[None] | None = None  # the scope record's second reading
         self._checking_writes: asyncio.Future[Numbering | None] | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
@@ -189,6 +196,27 @@ class Strategy:
             self._checking_writes = None
         if not checking.cancelled() and checking.exception() is None:
             self._writes_checked = True
+            scoped = checking.result() is not None  # (a Region-scoped key's numbering)
+            if scoped and self._recheck is None and not self._closed:
+                self._recheck = asyncio.ensure_future(self._recheck_scope())
+
+    async def _recheck_scope(self) -> None:
+        """`SCOPE_RECHECK_SECS` after the first check, read the key's scope record again: if
+        replication replaced it (two Regions created it at once, with different lists), this
+        object goes back to checking before each write, so its next one is refused
+        ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]). One ``GetItem``."""
+        await self.store.clock.sleep(SCOPE_RECHECK_SECS)
+        try:
+            await self.store.check_writes(
+                self.key, transactions=self._transactions, numbering=self._item.numbering
+            )
+        except NumberingMismatch as exc:
+            self._writes_checked = False
+            log.error(
+                "counter %r: its Region scope changed under it; writes refused: %s", self.key, exc
+            )
+        except Exception as exc:  # (not this check's to raise: the next one tells)
+            log.info("counter %r: the second reading of its Region scope failed: %r", self.key, exc)
 
     def _handed_out(self, n: int) -> None:
         """Count ``n`` numbers handed out."""
@@ -279,6 +307,8 @@ class Strategy:
         [`DynamoStore.aclose()`][aioseq.DynamoStore.aclose] calls it for every object made on the
         store."""
         self._closed = True
+        if self._recheck is not None:
+            self._recheck.cancel()
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -505,3 +505,29 @@ async def test_admin_in_a_new_region_keeps_the_numbering_shared_out(
     assert await fresh.check_writes("new") == Numbering(4, 2)  # (a key of its own list)
     for store in (east, west, fresh):
         await store.aclose()
+
+
+async def test_two_lists_created_at_once_are_caught_by_the_second_reading(
+    mrec: SimulatedGlobalTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two Regions with different lists both create the key's scope record before either
+    copy arrives; last writer wins keeps one, and the objects that created the other stop
+    writing once they read the record again (their first numbers may have collided)."""
+    from aioseq.strategies import _base
+
+    monkeypatch.setattr(_base, "SCOPE_RECHECK_SECS", 0.1)
+    east = _store(mrec, EAST, regions=[EAST, WEST])
+    west = _store(mrec, WEST, regions=[WEST, EAST])  # the wrong list: its slot is east's
+    a, b = east.atomic_counter("k"), west.atomic_counter("k")
+    assert list(await asyncio.gather(a.next(), b.next())) == [1, 1]  # the hazard, a moment
+    await mrec.settle()
+    await asyncio.sleep(0.3)  # both read the record again
+    refused = 0
+    for counter in (a, b):
+        try:
+            await counter.next()
+        except NumberingMismatch:
+            refused += 1
+    assert refused == 1  # the Region whose record lost stops; the other goes on
+    for store in (east, west):
+        await store.aclose()
