@@ -172,14 +172,7 @@ class DynamoStore:
         region_name: str | None = None,
     ) -> None:
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        scope = _scope(regions, region_slots)
-        if home_region is not None:
-            check_region(home_region, "home_region")
-            if scope is not None:
-                raise ConfigurationError(
-                    "regions= and home_region= are two ways to share counters across Regions:"
-                    " pass one"
-                )
+        scope = _sharing(regions, region_slots, home_region)
         if region_name is not None:
             check_region(region_name, "region_name")
         if idle_secs is not None:
@@ -316,13 +309,7 @@ class DynamoStore:
         if region_name is not None:
             check_region(region_name, "region_name")
         spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        scope = _scope(regions, region_slots)
-        if home_region is not None:
-            check_region(home_region, "home_region")
-        if scope is not None and home_region is not None:
-            raise ConfigurationError(
-                "regions= and home_region= are two ways to share counters across Regions: pass one"
-            )
+        scope = _sharing(regions, region_slots, home_region)
 
         async def open_store() -> DynamoStore:
             client, stack = await open_client(
@@ -769,6 +756,11 @@ class DynamoStore:
             item_key[spec.sort_key] = {spec.sort_key_type: str(spec.counter_sort_key)}
         return item_key
 
+    def scope_record_key(self, key: str) -> Item:
+        """The primary key of counter ``key``'s own item, where a Region-scoped key records
+        its [`ScopeRecord`][aioseq.numbering.ScopeRecord] (``key`` itself, unscoped)."""
+        return self._item_key(key)
+
     def scoped_key(self, key: str) -> str:
         """The partition key value counter ``key`` (or a sort-key collection) has in this
         store's Region: ``key`` itself, or under ``regions=`` ``f"{key}@{region}"``."""
@@ -848,12 +840,18 @@ class DynamoStore:
             UnsafeGlobalTable, RegionNotListed, NotSupportedByTable: see
                 [`aioseq.regions.write_refusal()`][aioseq.regions.write_refusal].
         """
+        # (Not NotHomeRegion: a store away from home reads counters; refused at a write.)
+        self._refuse(self._replication or Replication(known=False), transactions, at_home=True)
+
+    def _refuse(self, replication: Replication, transactions: bool, *, at_home: bool) -> None:
+        """Raise `write_refusal()`'s answer for this store (``at_home``: as if in its home
+        Region)."""
         refusal = write_refusal(
-            self._replication or Replication(known=False),
+            replication,
             table=self.table.name,
             region=self.region,
             scope=self.region_scope,
-            home_region=None,  # a store away from home reads counters: refused at a write
+            home_region=None if at_home else self.home_region,
             transactions=transactions,
         )
         if refusal is not None:
@@ -903,16 +901,7 @@ class DynamoStore:
             replication = self._replication or Replication(known=False)
         else:
             replication = await self.replication()
-        refusal = write_refusal(
-            replication,
-            table=self.table.name,
-            region=self.region,
-            scope=self.region_scope,
-            home_region=self.home_region,
-            transactions=transactions,
-        )
-        if refusal is not None:
-            raise refusal
+        self._refuse(replication, transactions, at_home=False)
         scope, region = self.region_scope, self.region
         if scope is None or region is None:
             return None
@@ -928,7 +917,7 @@ class DynamoStore:
         create-once put, the only write of that item from any Region), else check it (its
         scope alone with ``any_numbering``: admin, which moves any counter); the record."""
         spec = self.table
-        item_key = self._item_key(key)
+        item_key = self.scope_record_key(key)
         read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
         item = (await self.send_with_retries("get_item", **read)).get("Item")
         if item is None:
@@ -1126,12 +1115,21 @@ class _Opening:
             await self._store.aclose()
 
 
-def _scope(regions: Sequence[str] | RegionScope | None, slots: int | None) -> RegionScope | None:
-    """The Region scope ``regions=`` and ``region_slots=`` ask for.
+def _sharing(
+    regions: Sequence[str] | RegionScope | None, slots: int | None, home_region: str | None
+) -> RegionScope | None:
+    """The Region scope ``regions=`` and ``region_slots=`` ask for, ``home_region=`` checked.
 
     Raises:
-        ConfigurationError: bad Regions or slots, or slots without Regions.
+        ConfigurationError: bad Regions or slots, slots without Regions, a bad home Region,
+            or both ways at once.
     """
+    if home_region is not None:
+        check_region(home_region, "home_region")
+        if regions is not None:
+            raise ConfigurationError(
+                "regions= and home_region= are two ways to share counters across Regions: pass one"
+            )
     if regions is None:
         if slots is not None:
             raise ConfigurationError("region_slots= goes with regions=")

@@ -862,9 +862,7 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     if store.region_scope is None:  # (a Region-scoped store's check is of the scope it holds)
         await store.check_writes(key)
     table = store.table
-    item_key = {table.partition_key: {"S": key}}
-    if table.sort_key is not None:
-        item_key[table.sort_key] = {table.sort_key_type: str(table.counter_sort_key)}
+    item_key = store.scope_record_key(key)
     found = await store.send_with_retries(
         "get_item", TableName=table.name, Key=item_key, ConsistentRead=True
     )

@@ -142,9 +142,6 @@ class Store(Protocol):
         """``numbering`` as the store's Region hands it out (under Region-scoped numbering,
         its Region's share)."""
 
-    def refuse_writes_known(self, *, transactions: bool = False) -> None:
-        """Raise now if what is known without a request refuses writes (a factory's check)."""
-
     async def check_writes(
         self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
     ) -> Numbering | None:

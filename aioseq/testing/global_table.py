@@ -370,37 +370,38 @@ class SimulatedGlobalTable:
         """The primary key of a ``BatchWriteItem`` request."""
         if "DeleteRequest" in request:
             return dict(request["DeleteRequest"]["Key"])
+        return await self._key_in(region, table, request["PutRequest"]["Item"])
+
+    async def _key_in(self, region: str, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        """The primary key of ``item`` (the table's key schema, asked once)."""
         names = await self._key_schema(region, table)
-        item = request["PutRequest"]["Item"]
         return {name: item[name] for name in names if name in item}
 
     async def _keys_written(
         self, region: str, params: dict[str, Any]
     ) -> list[tuple[str, dict[str, Any]]]:
         """The (table, primary key) of each item a write request wrote."""
-        found: list[tuple[str, dict[str, Any]]] = []
-
-        async def add(
-            table: str, key: Mapping[str, Any] | None, item: Mapping[str, Any] | None
-        ) -> None:
-            if key is None and item is not None:
-                names = await self._key_schema(region, table)
-                key = {name: item[name] for name in names if name in item}
-            if key is not None:
-                found.append((table, dict(key)))
-
-        if "TransactItems" in params:
-            for action in params["TransactItems"]:
-                for kind, body in action.items():
-                    if kind != "ConditionCheck":
-                        await add(body["TableName"], body.get("Key"), body.get("Item"))
-        elif "RequestItems" in params:
-            for table, requests in params["RequestItems"].items():
-                for request in requests:
-                    found.append((table, await self._key_of(region, table, request)))
-        else:
-            await add(params["TableName"], params.get("Key"), params.get("Item"))
-        return found
+        if "RequestItems" in params:
+            return [
+                (table, await self._key_of(region, table, request))
+                for table, requests in params["RequestItems"].items()
+                for request in requests
+            ]
+        writes = [
+            body
+            for action in params.get("TransactItems", ())
+            for kind, body in action.items()
+            if kind != "ConditionCheck"
+        ] or [params]
+        return [
+            (
+                w["TableName"],
+                dict(w["Key"])
+                if "Key" in w
+                else await self._key_in(region, w["TableName"], w["Item"]),
+            )
+            for w in writes
+        ]
 
     async def _key_schema(self, region: str, table: str) -> list[str]:
         if table not in self._key_schemas:
