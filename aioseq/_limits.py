@@ -53,6 +53,10 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #: - ``aioseq_turn`` (L of S) on a counter item, only once writers in several processes met on
 #:   it: the queue of writers waiting to write, entries ``"<token>:<size>:<lease_ms>"`` (see
 #:   `aioseq.strategies._turn`).
+#: - ``aioseq_number`` (N), ``aioseq_request`` (S) and ``aioseq_expires`` (N) on an idempotency
+#:   record (see `aioseq.strategies._idempotency`): the number a key's first call stored its
+#:   item under, the SHA-256 of that item, and when the record expires (epoch seconds, the
+#:   table's time to live attribute).
 TOKEN_ATTRIBUTE = "aioseq_token"
 
 
@@ -71,6 +75,15 @@ UPDATED_AT_ATTRIBUTE = "aioseq_updated_at"
 TURN_ATTRIBUTE = "aioseq_turn"
 
 
+RECORDED_NUMBER_ATTRIBUTE = "aioseq_number"
+
+
+REQUEST_HASH_ATTRIBUTE = "aioseq_request"
+
+
+EXPIRES_ATTRIBUTE = "aioseq_expires"
+
+
 RESERVED_ATTRIBUTES = frozenset(
     {
         TOKEN_ATTRIBUTE,
@@ -79,6 +92,9 @@ RESERVED_ATTRIBUTES = frozenset(
         NUMBERING_ATTRIBUTE,
         UPDATED_AT_ATTRIBUTE,
         TURN_ATTRIBUTE,
+        RECORDED_NUMBER_ATTRIBUTE,
+        REQUEST_HASH_ATTRIBUTE,
+        EXPIRES_ATTRIBUTE,
     }
 )
 

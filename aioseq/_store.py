@@ -29,6 +29,7 @@ from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import (
     DEFAULT_TABLE_NAME,
+    IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
     GroupCommit,
@@ -536,6 +537,7 @@ class DynamoStore:
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
+        idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> SortKeyCounter:
         """The [`SortKeyCounter`][aioseq.SortKeyCounter] this store shares for ``partition``:
         made as ``SortKeyCounter(store, partition, ...)`` with these arguments on the first
@@ -555,6 +557,7 @@ class DynamoStore:
             max_value,
             max_in_flight,
             _grouping(group),
+            idempotency_ttl_secs,
         )
         found: SortKeyCounter | None = self._shared.shared(
             "sort_key_counter", partition, options, _SORT_KEY_OPTIONS
@@ -570,6 +573,7 @@ class DynamoStore:
                 max_value=max_value,
                 max_in_flight=max_in_flight,
                 group=group,
+                idempotency_ttl_secs=idempotency_ttl_secs,
             )
             found = self._shared.add("sort_key_counter", options, made)
         return found
@@ -584,6 +588,7 @@ class DynamoStore:
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
+        idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> TransactionalCounter:
         """The [`TransactionalCounter`][aioseq.TransactionalCounter] this store shares for
         ``key``: made as ``TransactionalCounter(store, key, ...)`` with these arguments on the
@@ -602,6 +607,7 @@ class DynamoStore:
             max_value,
             max_in_flight,
             _grouping(group),
+            idempotency_ttl_secs,
         )
         found: TransactionalCounter | None = self._shared.shared(
             "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
@@ -617,6 +623,7 @@ class DynamoStore:
                 max_value=max_value,
                 max_in_flight=max_in_flight,
                 group=group,
+                idempotency_ttl_secs=idempotency_ttl_secs,
             )
             found = self._shared.add("transactional_counter", options, made)
         return found
@@ -1051,6 +1058,7 @@ _SORT_KEY_OPTIONS = (
     "max_value",
     "max_in_flight",
     "group",
+    "idempotency_ttl_secs",
 )
 _TRANSACTIONAL_OPTIONS = (
     "item_table",
@@ -1059,6 +1067,7 @@ _TRANSACTIONAL_OPTIONS = (
     "max_value",
     "max_in_flight",
     "group",
+    "idempotency_ttl_secs",
 )
 _ALLOCATOR_OPTIONS = (
     "block_size",

@@ -10,6 +10,7 @@ from typing import Literal
 
 from aioseq._checks import check_attribute_name, check_seconds, check_table_name
 from aioseq._limits import (
+    EXPIRES_ATTRIBUTE,
     MAX_DIGITS,
     MAX_ITEM_BYTES,
     MAX_KEY_ATTRIBUTE_NAME_BYTES,
@@ -29,6 +30,8 @@ from aioseq.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_TABLE_NAME",
+    "EXPIRES_ATTRIBUTE",
+    "IDEMPOTENCY_TTL_SECS",
     "MAX_DIGITS",
     "MAX_ITEM_BYTES",
     "MAX_KEY_ATTRIBUTE_NAME_BYTES",
@@ -50,6 +53,10 @@ __all__ = [
 
 #: The table ``aioseq create-table`` and ``DynamoStore.open()`` use when none is named.
 DEFAULT_TABLE_NAME = "aioseq"
+
+#: How long an idempotency key holds its first call's number by default: 24 hours, as
+#: Stripe's API keeps a key's first result.
+IDEMPOTENCY_TTL_SECS = 86_400
 
 
 @dataclass(frozen=True)

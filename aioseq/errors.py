@@ -36,6 +36,7 @@ __all__ = [
     "CounterWouldMoveBack",
     "EndpointDown",
     "EndpointUnreachable",
+    "IdempotencyKeyReused",
     "ItemAlreadyExists",
     "NotHomeRegion",
     "NotSupportedByTable",
@@ -323,6 +324,29 @@ class ItemAlreadyExists(AioseqError):
         self.maybe_applied = maybe_applied
         written = "this call may have written it" if maybe_applied else "nothing was written"
         super().__init__(f"an item with key {self.key!r} already exists; {written}")
+
+
+class IdempotencyKeyReused(AioseqError, ValueError):
+    """A ``put`` carried an idempotency key that an earlier call used with another item
+    (within the key's time to live); nothing was written and no number was used. The key's
+    first call stored its item under ``number``: a client that reuses keys across different
+    requests has a bug (an HTTP service answers 422, as the IETF's ``Idempotency-Key`` draft
+    says).
+
+    Attributes:
+        idempotency_key: the key.
+        counter_key: the counter (or sort-key collection) the key was used on.
+        number: the number the key's first call stored its item under.
+    """
+
+    def __init__(self, idempotency_key: str, counter_key: str, number: int) -> None:
+        self.idempotency_key = idempotency_key
+        self.counter_key = counter_key
+        self.number = number
+        super().__init__(
+            f"idempotency key {idempotency_key!r} of counter {counter_key!r} was used with"
+            f" another item (stored as number {number}); nothing was written"
+        )
 
 
 # --- errors translated from DynamoDB's responses (see aioseq._transport) -----------------------

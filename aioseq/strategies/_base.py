@@ -82,6 +82,9 @@ class CounterStatistics:
             it (about half of it for ungrouped transactional puts). ``None`` when no put
             shared the counter item's partition; items kept together in one other
             collection have the same ceiling, which this does not see.
+        replays: calls answered with the number an earlier call with their idempotency key
+            got (its record, or its write in flight), writing nothing (transactional and
+            sort-key ``put(..., idempotency_key=)``).
     """
 
     numbers: int = 0
@@ -91,6 +94,7 @@ class CounterStatistics:
     unresolved: int = 0
     shared_partition_puts: int = 0
     partition_ceiling: float | None = None
+    replays: int = 0
 
 
 #: The numbering of an object whose owner numbers its values (values are handed out as they are).

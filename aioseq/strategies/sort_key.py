@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -11,7 +11,13 @@ from aioseq._checks import check_count
 from aioseq._coalesce import Waiter
 from aioseq._items import Item, check_item_size, item_size, number, serialize
 from aioseq._retry import Verdict
-from aioseq.config import MAX_DIGITS, MAX_NUMBER, TOKEN_ATTRIBUTE, GroupCommit
+from aioseq.config import (
+    IDEMPOTENCY_TTL_SECS,
+    MAX_DIGITS,
+    MAX_NUMBER,
+    TOKEN_ATTRIBUTE,
+    GroupCommit,
+)
 from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
@@ -20,9 +26,14 @@ from aioseq.errors import (
     TransactionCanceled,
 )
 from aioseq.formatting import zero_pad
-from aioseq.strategies._base import MAX_TRANSACTION_BYTES, GroupCommitStrategy
+from aioseq.strategies._base import (
+    MAX_TRANSACTION_BYTES,
+    CounterStatistics,
+    GroupCommitStrategy,
+)
 from aioseq.strategies._counter_item import CounterItem
 from aioseq.strategies._group_commit import GroupCommitter, Settled
+from aioseq.strategies._idempotency import IdempotencyRecords, KeyedPut
 from aioseq.strategies._outcomes import is_conflict, is_decisive, item_put_verdict
 from aioseq.strategies._recent_writes import new_token
 
@@ -33,7 +44,7 @@ MAX_GROUP_SIZE = 100
 
 OnConflict = Literal["increment", "requery"]
 
-Put = Waiter[Item, int]
+Put = Waiter[KeyedPut, int]
 
 
 class SortKeyCounter(GroupCommitStrategy):
@@ -97,6 +108,8 @@ class SortKeyCounter(GroupCommitStrategy):
             query and written by one ``TransactWriteItems`` of conditional puts, all or
             nothing, so the collection stays gapless (a group that loses a race always queries
             again). A lone caller is not delayed.
+        idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
+            seconds (default 86,400: 24 hours).
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's
@@ -114,8 +127,14 @@ class SortKeyCounter(GroupCommitStrategy):
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
+        idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> None:
+        records = IdempotencyRecords(store, partition, idempotency_ttl_secs)  # (checked first)
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
+        #: The records of ``put``'s idempotency keys.
+        self._records = records
+        # Ungrouped, a put with an idempotency key is still a transaction: checked once.
+        self._keyed_writes_checked = False
         # Its sort keys are its numbers, checked against max_value as they are.
         self._item = CounterItem(store, self.key, self._item.numbering, self.max_value)
         #: The item collection's partition key value (this store's Region's, if scoped).
@@ -209,13 +228,24 @@ class SortKeyCounter(GroupCommitStrategy):
             raise CounterValueInvalid(self.key, self.sort_key, value)
         return int(parsed)
 
-    async def put(self, attributes: Mapping[str, Any] | None = None) -> int:
-        """Store an item ``{pk: partition, sk: n, **attributes}`` under the next number ``n``.
+    async def put(
+        self, attributes: Mapping[str, Any] | None = None, *, idempotency_key: str | None = None
+    ) -> int:
+        """Store an item ``{pk: partition, sk: n, **attributes}`` under the next number ``n``;
+        with ``idempotency_key``, once.
 
         Parameters:
             attributes: the item's other attributes, as plain Python values (``int``,
                 ``Decimal``, ``str``, ``bytes``, ``bool``, ``None``, lists, dicts, sets;
                 not ``float``). Must not name the table's key attributes.
+            idempotency_key: the request's idempotency key (1 to 255 characters, such as an
+                ``Idempotency-Key`` header's UUID). The first call with it stores the item and,
+                in the same ``TransactWriteItems``, a record of the key (the put costs 2 WCU
+                per KB of item plus 2, where a lone put without a key is one ``PutItem`` of
+                1 WCU per KB); any later call with it, from any process, within
+                ``idempotency_ttl_secs``, returns that call's number and writes nothing;
+                concurrent calls with it on this object share one write. After the record
+                expires the key is new again. See docs/web-services.md.
 
         Returns:
             ``n``, the item's sort key (a positive ``int``).
@@ -223,8 +253,12 @@ class SortKeyCounter(GroupCommitStrategy):
         Raises:
             ConfigurationError: bad attributes: not a mapping (such as an item function,
                 which [`TransactionalCounter.put`][aioseq.TransactionalCounter.put] takes), a
-                value with no DynamoDB type, a key attribute, or an item over 400 KB (nothing
-                is written).
+                value with no DynamoDB type, a key attribute, or an item over 400 KB; or a bad
+                ``idempotency_key`` (nothing is written).
+            IdempotencyKeyReused: ``idempotency_key`` stored other attributes (nothing is
+                written).
+            NotSupportedByTable: ``idempotency_key`` on a table with multi-Region strong
+                consistency, which takes no transactions (nothing is written).
             NumberOutOfRange: the next number is above ``max_value`` or does not fit
                 (nothing is written).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
@@ -254,7 +288,33 @@ class SortKeyCounter(GroupCommitStrategy):
             {table.partition_key: {"S": self.partition}, self.sort_key: number(MAX_NUMBER), **extra}
         )
         self._check_open()
-        return await self._through(self._group, self._commit, extra)
+        if idempotency_key is None:
+            return await self._through(self._group, self._commit, KeyedPut(extra))
+        key = self._records.check(idempotency_key)
+        if not self._keyed_writes_checked:
+            await self.store.check_writes(
+                self.key, transactions=True, numbering=self._item.numbering
+            )
+            self._keyed_writes_checked = True
+        request = KeyedPut(extra, key)
+        return await self._records.once(
+            key,
+            lambda n: self._item_for(extra, n),
+            lambda: self._through(self._group, self._commit, request),
+        )
+
+    def _item_for(self, extra: Item, n: int) -> Item:
+        """The item stored for number ``n`` with the attributes ``extra``."""
+        table = self.store.table
+        return {
+            table.partition_key: {"S": self.partition},
+            self.sort_key: self.format_sort_key(n),
+            **extra,
+        }
+
+    def statistics(self) -> CounterStatistics:
+        """A frozen snapshot of what this object has done."""
+        return replace(super().statistics(), replays=self._records.replays)
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see `aioseq.strategies._group_commit`), from a fresh ``Query`` of
@@ -268,14 +328,15 @@ class SortKeyCounter(GroupCommitStrategy):
         """The next write: the waiting puts in order (up to ``limit``, 100 and ~4 MB), under
         the numbers after the collection's highest (queried when not known); ``None`` when no
         put waits."""
-        table = self.store.table
         most = limit or MAX_GROUP_SIZE
         group: list[Put] = []
         size = 0
+        actions = 0  # an idempotency key adds its record (100 actions at most)
         for put in puts:
             if put.waiting and len(group) < most:
-                size += item_size(put.request)
-                if group and size > MAX_TRANSACTION_BYTES:
+                size += item_size(put.request.request)
+                actions += 2 if put.request.idempotency_key else 1
+                if group and (size > MAX_TRANSACTION_BYTES or actions > MAX_GROUP_SIZE):
                     break
                 group.append(put)
         if not group:
@@ -285,29 +346,26 @@ class SortKeyCounter(GroupCommitStrategy):
         numbering = self._numbers_of  # its Region's numbers, if scoped (else 1, 2, 3, ...)
         numbers = numbering.numbers(numbering.count_up_to(self._highest) + 1, len(group))
         items = [
-            {
-                table.partition_key: {"S": self.partition},
-                self.sort_key: self.format_sort_key(n),
-                **put.request,
-            }
-            for n, put in zip(numbers, group, strict=True)
+            self._item_for(put.request.request, n) for n, put in zip(numbers, group, strict=True)
         ]
-        return _Puts(group, items, numbers, new_token())
+        keyed, records = self._records.record_puts(group, numbers, items)
+        return _Puts(group, items, numbers, new_token(), keyed, records)
 
     def drop_unwanted(self, write: _Puts, maybe_applied: bool) -> bool:
         """Dropped when it cannot have been applied: nobody waits for its items."""
         return not maybe_applied
 
     async def send(self, write: _Puts) -> None:
-        """One conditional ``PutItem`` for one put, one ``TransactWriteItems`` of conditional
-        puts for several (all or nothing, so the collection stays gapless)."""
+        """One conditional ``PutItem`` for one put without an idempotency key, else one
+        ``TransactWriteItems`` of conditional puts and the keys' records (all or nothing, so
+        the collection stays gapless)."""
         table = self.store.table
         condition = {
             "ConditionExpression": "attribute_not_exists(#pk)",
             "ExpressionAttributeNames": {"#pk": table.partition_key},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if len(write.items) == 1:
+        if len(write.items) == 1 and not write.records:
             await self.store.send_once(
                 "put_item", TableName=table.name, Item=write.items[0], **condition
             )
@@ -315,6 +373,7 @@ class SortKeyCounter(GroupCommitStrategy):
         actions = [
             {"Put": {"TableName": table.name, "Item": item, **condition}} for item in write.items
         ]
+        actions.extend(write.records)
         await self.store.send_once(
             "transact_write_items", ClientRequestToken=write.token, TransactItems=actions
         )
@@ -331,6 +390,17 @@ class SortKeyCounter(GroupCommitStrategy):
         if _stored_already(error, write.items):
             self._lost.recovered_writes(len(write.items))
             return Settled.APPLIED
+        taken = "ConditionalCheckFailed" in (
+            error.codes[: len(write.items)] if isinstance(error, TransactionCanceled) else ["-"]
+        )
+        if isinstance(error, TransactionCanceled) and self._records.answer_found(
+            write.keyed,
+            error.cancellation_reasons[len(write.items) :],
+            lambda put, n: self._item_for(put.request.request, n),
+        ):
+            if taken:  # (a number was taken too: query again)
+                self._highest = None
+            return Settled.REGROUP  # the puts whose key is recorded answered, alone
         if is_conflict(error):
             single = len(write.items) == 1 and self.on_conflict == "increment"
             self._highest = write.numbers.start if single else None
@@ -362,6 +432,10 @@ class _Puts:
     items: list[Item]
     numbers: range
     token: str
+    #: The puts of ``group`` with an idempotency key, and their records' actions (after the
+    #: items'), in the same order.
+    keyed: list[Put]
+    records: list[dict[str, Any]]
 
     @property
     def results(self) -> range:

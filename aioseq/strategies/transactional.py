@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from aioseq._checks import check_attribute_name, check_table_name
 from aioseq._coalesce import Waiter
 from aioseq._items import deserialize, item_size, storable_item
 from aioseq._retry import Verdict
-from aioseq.config import MAX_NUMBER, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, GroupCommit
+from aioseq.config import (
+    IDEMPOTENCY_TTL_SECS,
+    MAX_NUMBER,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
+    GroupCommit,
+)
 from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
@@ -20,8 +26,13 @@ from aioseq.errors import (
     ValidationFailed,
 )
 from aioseq.numbering import Numbering
-from aioseq.strategies._base import MAX_TRANSACTION_BYTES, ConditionalCounterStrategy
+from aioseq.strategies._base import (
+    MAX_TRANSACTION_BYTES,
+    ConditionalCounterStrategy,
+    CounterStatistics,
+)
 from aioseq.strategies._group_commit import GroupCommitter, Settled
+from aioseq.strategies._idempotency import IdempotencyRecords, KeyedPut
 from aioseq.strategies._outcomes import counter_write_verdict, is_decisive
 from aioseq.strategies._recent_writes import CounterWrite
 
@@ -34,7 +45,7 @@ ItemSpec: TypeAlias = "Mapping[str, Any] | Callable[[int], Mapping[str, Any]]"
 #: DynamoDB takes at most 100 actions per transaction; one action is the counter's.
 MAX_GROUP_SIZE = 99
 
-Put = Waiter[ItemSpec, int]
+Put = Waiter[KeyedPut, int]
 
 _ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
@@ -123,9 +134,11 @@ class TransactionalCounter(ConditionalCounterStrategy):
         group: group commit of concurrent puts (see above), a
             [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
+        idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
+            seconds (default 86,400: 24 hours).
 
     Raises:
-        ConfigurationError: bad key, names or group options.
+        ConfigurationError: bad key, names, group options or ``idempotency_ttl_secs``.
     """
 
     _transactions = True  # every put is one TransactWriteItems
@@ -141,8 +154,12 @@ class TransactionalCounter(ConditionalCounterStrategy):
         max_value: int = MAX_NUMBER,
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
+        idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> None:
+        records = IdempotencyRecords(store, key, idempotency_ttl_secs)  # (checked first)
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
+        #: The records of ``put``'s idempotency keys.
+        self._records = records
         self._committer = GroupCommitter(
             self, self._retry, self._verdict, handed_out=self._handed_out
         )
@@ -241,8 +258,8 @@ class TransactionalCounter(ConditionalCounterStrategy):
         names = {self.item_partition_key, self.store.table.sort_key}
         return deserialize({name: value for name, value in item.items() if name in names})
 
-    async def put(self, item: ItemSpec) -> int:
-        """Store ``item`` under the next number, gaplessly.
+    async def put(self, item: ItemSpec, *, idempotency_key: str | None = None) -> int:
+        """Store ``item`` under the next number, gaplessly; with ``idempotency_key``, once.
 
         Parameters:
             item: a mapping of plain Python values (``int``, ``Decimal``, ``str``, ``bytes``,
@@ -251,6 +268,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 Or a function ``n -> mapping`` that returns the whole item for number ``n``
                 (e.g. ``lambda n: {"pk": "invoice", "sk": n}``); it may be called more than
                 once, with different numbers, when races are lost.
+            idempotency_key: the request's idempotency key (1 to 255 characters, such as an
+                ``Idempotency-Key`` header's UUID). The first call with it stores the item and,
+                in the same transaction, a record of the key (2 WCU more); any later call with
+                it, from any process, within ``idempotency_ttl_secs``, returns that call's
+                number and writes nothing; concurrent calls with it on this object share one
+                transaction. After the record expires the key is new again. See
+                docs/web-services.md.
 
         Returns:
             the item's number (a positive ``int``).
@@ -259,7 +283,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
             ConfigurationError: the item is invalid: not a mapping (or an item function
                 returned none), a value with no DynamoDB type (a float, NaN, an empty set), a
                 key attribute missing or (in the store's table) of the wrong type, the
-                counter item's key, or over 400 KB (nothing is written, no number is used).
+                counter item's key, or over 400 KB; or a bad ``idempotency_key`` (nothing is
+                written, no number is used).
+            IdempotencyKeyReused: ``idempotency_key`` stored another item (nothing is
+                written).
             ValidationFailed: DynamoDB refused the item (what only the server can check, such
                 as another table's key types): nothing is written, no number is used; in a
                 group it fails alone and the rest is committed without it.
@@ -278,7 +305,19 @@ class TransactionalCounter(ConditionalCounterStrategy):
         """
         self._make_item(item, 1)  # validate before any request
         self._check_open()
-        return await self._through(self._group, self._commit, item)
+        if idempotency_key is None:
+            return await self._through(self._group, self._commit, KeyedPut(item))
+        key = self._records.check(idempotency_key)
+        request = KeyedPut(item, key)
+        return await self._records.once(
+            key,
+            lambda n: self._make_item(item, n),
+            lambda: self._through(self._group, self._commit, request),
+        )
+
+    def statistics(self) -> CounterStatistics:
+        """A frozen snapshot of what this object has done."""
+        return replace(super().statistics(), replays=self._records.replays)
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
@@ -331,8 +370,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
             }
             for put, item in zip(group, items, strict=True)
         ]
-        request = {"ClientRequestToken": write.token, "TransactItems": [counter_update, *item_puts]}
-        return _Transaction(group, items, request, write, self._numbers_of)
+        numbers = self._numbers_of.numbers(write.numbers.start, len(group))
+        keyed, record_puts = self._records.record_puts(group, numbers, items)
+        request = {
+            "ClientRequestToken": write.token,
+            "TransactItems": [counter_update, *item_puts, *record_puts],
+        }
+        return _Transaction(group, items, request, write, self._numbers_of, keyed)
 
     def drop_unwanted(self, write: _Transaction, maybe_applied: bool) -> bool:
         """Sent still: the items of callers who left during the commit are stored."""
@@ -367,11 +411,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 return Settled.APPLIED
             if applied is None:
                 self._remember_maybe_stored(write)
-        return (
-            Settled.REGROUP
-            if self._fail_alone(error, write.group, write.items)
-            else Settled.REBUILD
-        )
+        return Settled.REGROUP if self._fail_alone(error, write) else Settled.REBUILD
 
     def stored(self, write: _Transaction) -> None:
         """The counter item is now what the transaction wrote; its turn, if any, is used."""
@@ -401,14 +441,19 @@ class TransactionalCounter(ConditionalCounterStrategy):
         items: list[dict[str, Any]] = []
         keys: set[tuple[str, ...]] = set()
         size = 0
+        actions = 1  # the counter's
         for put in puts:
             if not put.waiting:
                 continue
             if limit is not None and len(group) >= limit:
                 break
+            # An idempotency key adds its record to the transaction (100 actions at most).
+            wanted = 2 if put.request.idempotency_key else 1
+            if actions + wanted > MAX_GROUP_SIZE + 1:
+                break
             value = self._item.check_number(current + len(group) + 1)  # no put gets past it
             try:
-                item = self._make_item(put.request, self._numbers_of.number(value))
+                item = self._make_item(put.request.request, self._numbers_of.number(value))
             except Exception as exc:  # the caller's item function failed: only that caller
                 put.future.set_exception(exc)
                 continue
@@ -418,28 +463,36 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 break  # the rest waits for the next transaction
             keys.add(key)
             size += size_of_item
+            actions += wanted
             group.append(put)
             items.append(item)
         return group, items
 
-    def _fail_alone(
-        self, exc: TransactionCanceled, group: list[Put], items: list[dict[str, Any]]
-    ) -> bool:
-        """Give the puts whose own condition failed their error; True if any did (the rest is
-        then regrouped at once). A lost race on the counter is no put's fault: False, after
-        remembering the counter's value that came back with it."""
+    def _fail_alone(self, exc: TransactionCanceled, write: _Transaction) -> bool:
+        """Give the puts whose own condition failed their answer; True if any did (the rest is
+        then regrouped at once): a put whose idempotency key is recorded gets the recorded
+        number (or `IdempotencyKeyReused`), one whose item exists `ItemAlreadyExists`. A lost
+        race on the counter is no put's fault: False, after remembering the counter's value
+        that came back with it."""
+        group, items = write.group, write.items
         found_stored = bool(self._maybe_stored) and self._found_stored(exc, group, items)
         reasons = exc.cancellation_reasons
         codes = [*exc.codes, *["None"] * (len(group) + 1)]
         if codes[0] == "ConditionalCheckFailed":
             # The items' conditions may have failed too, for items keyed by numbers another
-            # writer just took: that is not those items existing.
+            # writer just took: that is not those items existing. (A record in the way is
+            # found again by the next transaction.)
             seen = reasons[0].get("Item") if reasons else None
             self._item.saw(seen, known=seen is not None)
             return found_stored
         if found_stored:
             return True
-        failed = False
+        # A key's record first: its item may be in the way too, stored by the key's first call.
+        failed = self._records.answer_found(
+            write.keyed,
+            reasons[1 + len(group) :],
+            lambda put, n: self._make_item(put.request.request, n),
+        )
         for put, item, code, reason in zip(
             group, items, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
         ):
@@ -519,6 +572,9 @@ class _Transaction:
     counter_write: CounterWrite
     #: The counter's values as the numbers handed out.
     numbering: Numbering
+    #: The puts of ``group`` with an idempotency key, in the order of their records' actions
+    #: (after the counter's and the items').
+    keyed: list[Put]
     #: How long its last send took, in seconds.
     secs: float = 0.0
 

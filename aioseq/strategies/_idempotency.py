@@ -1,0 +1,268 @@
+"""Idempotency keys on the strategies that store items (transactional, sort-key): a client that
+sends one request twice gets the first call's number back, and one item.
+
+Stripe's API keeps an idempotency key's first result for 24 hours and answers a replay with
+it; a replay with other parameters is an error. The IETF's ``Idempotency-Key`` HTTP header
+field (draft-ietf-httpapi-idempotency-key-header) carries such a key. Here the first call
+with a key writes an **idempotency record** in the same ``TransactWriteItems`` as its item:
+
+    Put  {pk: "aioseq-idempotency#<len>#<counter key>#<key>", aioseq_number: n,
+          aioseq_request: SHA-256 of the item, aioseq_expires: now + ttl}
+         IF attribute_not_exists(#pk) OR aioseq_expires < :now   (ALL_OLD on failure)
+
+so the record exists exactly when the item does. A later call with the key, from any process,
+finds the record in its way: its transaction is canceled, nothing is written, and the record
+that came back (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) answers it: the recorded
+number when its item, made for that number, hashes the same; otherwise
+[`IdempotencyKeyReused`][aioseq.errors.IdempotencyKeyReused]. Concurrent calls with one key on
+one object share one write. A record past ``aioseq_expires`` counts as absent (the table's time
+to live deletes it within days; it need not be enabled for this to hold).
+
+The record's partition key carries the counter key's length, so no two (counter, key) pairs
+share a record, and each record is a partition key of its own: records spread over
+partitions. Under ``regions=`` the counter key is the Region's (``key@region``), so each
+Region keeps its own records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aioseq._checks import check_seconds
+from aioseq._coalesce import Waiter
+from aioseq._items import Item
+from aioseq._limits import (
+    EXPIRES_ATTRIBUTE,
+    MAX_PARTITION_KEY_BYTES,
+    RECORDED_NUMBER_ATTRIBUTE,
+    REQUEST_HASH_ATTRIBUTE,
+    TOKEN_ATTRIBUTE,
+)
+from aioseq.contracts import Store
+from aioseq.errors import ConfigurationError, IdempotencyKeyReused, ItemAlreadyExists
+
+__all__ = [
+    "MAX_IDEMPOTENCY_KEY_CHARS",
+    "IdempotencyRecords",
+    "KeyedPut",
+    "request_hash",
+]
+
+#: The longest idempotency key, in characters (Stripe's limit).
+MAX_IDEMPOTENCY_KEY_CHARS = 255
+
+#: The partition key value of every idempotency record starts with this.
+RECORD_PREFIX = "aioseq-idempotency#"
+
+
+@dataclass(frozen=True)
+class KeyedPut:
+    """A put's request (what its strategy stores) and its idempotency key, if any."""
+
+    request: Any
+    idempotency_key: str | None = None
+
+
+def request_hash(item: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of an item as AttributeValues, without its ``aioseq_token`` (a
+    fresh one per call): the same for the same item whatever the order of its attributes or
+    of its sets' members."""
+    canonical = {name: _canonical(v) for name, v in item.items() if name != TOKEN_ATTRIBUTE}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """An AttributeValue as JSON values, sets sorted, binaries as hex."""
+    ((kind, inner),) = value.items()
+    if kind == "B":
+        return {kind: bytes(inner).hex()}
+    if kind == "BS":
+        return {kind: sorted(bytes(b).hex() for b in inner)}
+    if kind in ("SS", "NS"):
+        return {kind: sorted(inner)}
+    if kind == "M":
+        return {kind: {name: _canonical(v) for name, v in inner.items()}}
+    if kind == "L":
+        return {kind: [_canonical(v) for v in inner]}
+    return {kind: inner}
+
+
+PutWaiter = Waiter[KeyedPut, int]
+
+
+class IdempotencyRecords:
+    """The idempotency records of one counter (a part the item-writing strategies hold).
+
+    Parameters:
+        store: the store; records live in its table.
+        counter_key: the counter key (or sort-key collection), unscoped.
+        ttl_secs: how long a record answers replays, in seconds (> 0).
+
+    Raises:
+        ConfigurationError: a bad ``ttl_secs``.
+    """
+
+    def __init__(self, store: Store, counter_key: str, ttl_secs: float) -> None:
+        self.store = store
+        self.counter_key = counter_key
+        self.ttl_secs = check_seconds(ttl_secs, "idempotency_ttl_secs")
+        #: Calls answered with an earlier call's number (a record, or a write in flight).
+        self.replays = 0
+        #: The wall clock records expire on (epoch seconds, as DynamoDB's time to live reads
+        #: them; the store's clock is monotonic, with no epoch).
+        self.epoch_secs: Callable[[], float] = time.time
+        # The write in flight for each key, and how its first caller's item for a number hashes.
+        self._in_flight: dict[str, tuple[asyncio.Future[int], Callable[[int], str]]] = {}
+
+    def check(self, idempotency_key: object) -> str:
+        """``idempotency_key`` if it is a usable key: a ``str`` of 1 to 255 characters whose
+        record's partition key fits DynamoDB's 2,048 bytes.
+
+        Raises:
+            ConfigurationError: it is not.
+        """
+        if not isinstance(idempotency_key, str) or not (
+            0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS
+        ):
+            raise ConfigurationError(
+                f"idempotency_key must be a str of 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters,"
+                f" not {idempotency_key!r:.80}"
+            )
+        if len(self._partition_key(idempotency_key).encode()) > MAX_PARTITION_KEY_BYTES:
+            raise ConfigurationError(
+                f"idempotency key {idempotency_key!r:.80} is too long for counter"
+                f" {self.counter_key!r:.80}: its record's partition key passes"
+                f" {MAX_PARTITION_KEY_BYTES} bytes"
+            )
+        return idempotency_key
+
+    def _partition_key(self, idempotency_key: str) -> str:
+        scoped = self.store.scoped_key(self.counter_key)
+        return f"{RECORD_PREFIX}{len(scoped)}#{scoped}#{idempotency_key}"
+
+    def record_key(self, idempotency_key: str) -> Item:
+        """The primary key of ``idempotency_key``'s record, as AttributeValues."""
+        table = self.store.table
+        record: Item = {table.partition_key: {"S": self._partition_key(idempotency_key)}}
+        if table.sort_key is not None:
+            record[table.sort_key] = {table.sort_key_type: str(table.counter_sort_key)}
+        return record
+
+    def record_puts(
+        self, group: Sequence[PutWaiter], numbers: Sequence[int], items: Sequence[Item]
+    ) -> tuple[list[PutWaiter], list[dict[str, Any]]]:
+        """The puts of ``group`` (stored as ``items`` under ``numbers``) that carry an
+        idempotency key, and the actions that record their keys, in the same order."""
+        keyed: list[PutWaiter] = []
+        actions: list[dict[str, Any]] = []
+        for put, number, item in zip(group, numbers, items, strict=True):
+            key = put.request.idempotency_key
+            if key is not None:
+                keyed.append(put)
+                actions.append(self.record_put(key, number, item))
+        return keyed, actions
+
+    def record_put(self, idempotency_key: str, number: int, item: Item) -> dict[str, Any]:
+        """The ``TransactWriteItems`` action that records ``idempotency_key`` as having
+        stored ``item`` under ``number``: a conditional ``Put`` of under 1 KB (2 WCU)."""
+        table = self.store.table
+        now = int(self.epoch_secs())
+        record = {
+            **self.record_key(idempotency_key),
+            RECORDED_NUMBER_ATTRIBUTE: {"N": str(number)},
+            REQUEST_HASH_ATTRIBUTE: {"S": request_hash(item)},
+            EXPIRES_ATTRIBUTE: {"N": str(now + max(1, round(self.ttl_secs)))},
+        }
+        return {
+            "Put": {
+                "TableName": table.name,
+                "Item": record,
+                "ConditionExpression": "attribute_not_exists(#pk) OR #expires < :now",
+                "ExpressionAttributeNames": {
+                    "#pk": table.partition_key,
+                    "#expires": EXPIRES_ATTRIBUTE,
+                },
+                "ExpressionAttributeValues": {":now": {"N": str(now)}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def answer(self, put: PutWaiter, found: Item | None, item_for: Callable[[int], Item]) -> None:
+        """Answer ``put`` from its key's record ``found`` in its way (``ALL_OLD``): the
+        recorded number if ``item_for(number)`` hashes as the recorded item, else
+        `IdempotencyKeyReused`. Its transaction wrote nothing."""
+        idempotency_key = put.request.idempotency_key
+        assert idempotency_key is not None
+        number_found = (found or {}).get(RECORDED_NUMBER_ATTRIBUTE, {}).get("N")
+        recorded = (found or {}).get(REQUEST_HASH_ATTRIBUTE, {}).get("S")
+        if not put.waiting:
+            return
+        if number_found is None or recorded is None:  # (not a record: something else's item)
+            put.future.set_exception(ItemAlreadyExists(self.record_key(idempotency_key)))
+            return
+        number = int(number_found)
+        try:
+            same = request_hash(item_for(number)) == recorded
+        except Exception as exc:  # the caller's item function failed: only that caller
+            put.future.set_exception(exc)
+            return
+        if same:
+            self.replays += 1
+            put.future.set_result(number)
+        else:
+            put.future.set_exception(
+                IdempotencyKeyReused(idempotency_key, self.counter_key, number)
+            )
+
+    def answer_found(
+        self,
+        keyed: Sequence[PutWaiter],
+        reasons: Sequence[Mapping[str, Any]],
+        item_for: Callable[[PutWaiter, int], Item],
+    ) -> bool:
+        """Answer each put of ``keyed`` whose record's condition failed (``reasons``, one per
+        record action, in order); True if any was."""
+        answered = False
+        for put, reason in zip(keyed, reasons, strict=False):
+            if reason.get("Code") == "ConditionalCheckFailed":
+                self.answer(put, reason.get("Item"), functools.partial(item_for, put))
+                answered = True
+        return answered
+
+    async def once(
+        self,
+        idempotency_key: str,
+        item_for: Callable[[int], Item],
+        call: Callable[[], Awaitable[int]],
+    ) -> int:
+        """Run ``call`` (the put with ``idempotency_key``) once for the concurrent callers with
+        that key on this object: the first runs it in a task of its own (a caller leaving
+        does not cancel the others' write), the others wait for it and get its number when
+        their item for that number hashes as the first's (`IdempotencyKeyReused`
+        otherwise)."""
+        running = self._in_flight.get(idempotency_key)
+        if running is None:
+            task: asyncio.Future[int] = asyncio.ensure_future(call())
+            self._in_flight[idempotency_key] = (task, lambda n: request_hash(item_for(n)))
+            task.add_done_callback(lambda done: self._done(idempotency_key, done))
+            return await asyncio.shield(task)
+        first, first_hash = running
+        number = await asyncio.shield(first)
+        if request_hash(item_for(number)) != first_hash(number):
+            raise IdempotencyKeyReused(idempotency_key, self.counter_key, number)
+        self.replays += 1
+        return number
+
+    def _done(self, idempotency_key: str, task: asyncio.Future[int]) -> None:
+        if self._in_flight.get(idempotency_key, (None,))[0] is task:
+            del self._in_flight[idempotency_key]
+        if not task.cancelled():
+            task.exception()  # retrieved: its callers, if any are left, raise it

@@ -1,0 +1,295 @@
+"""Idempotency keys on the item-writing strategies, against FakeDynamoDB: a key's first call
+stores its item and a record of the key in one transaction; every later call with the key, from
+any store, returns that number and writes nothing; another item under the key is refused; a
+record past its time to live counts as absent. The integration suite checks the same on moto
+and DynamoDB Local, through a proxy that loses answers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from checks import assert_exactly
+
+from aioseq import (
+    ConfigurationError,
+    DynamoStore,
+    IdempotencyKeyReused,
+    ItemAlreadyExists,
+    NotSupportedByTable,
+    RetriesExhausted,
+    RetryPolicy,
+    TableSpec,
+)
+from aioseq.config import EXPIRES_ATTRIBUTE
+from aioseq.strategies._idempotency import RECORD_PREFIX, request_hash
+from aioseq.testing import FakeDynamoDB, FaultSchedule, SimulatedGlobalTable
+
+TABLE = "aioseq"
+NO_WAIT = RetryPolicy(max_attempts=30, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+
+
+async def open_store(fake: FakeDynamoDB, table: TableSpec | None = None) -> DynamoStore:
+    store = DynamoStore(
+        transport=fake, table=table or TableSpec(TABLE), retry_policy=NO_WAIT, idle_secs=None
+    )
+    await store.create_table()
+    return store
+
+
+def numbered(fake: FakeDynamoDB, prefix: str) -> dict[int, dict[str, Any]]:
+    """number -> item, for the items whose partition key starts with ``prefix``."""
+    return {
+        int(item["sk"]["N"]): item
+        for item in fake.items(TABLE)
+        if item["pk"]["S"].startswith(prefix) and int(item["sk"]["N"]) >= 1
+    }
+
+
+def records(fake: FakeDynamoDB) -> list[dict[str, Any]]:
+    return [i for i in fake.items(TABLE) if i["pk"]["S"].startswith(RECORD_PREFIX)]
+
+
+def order(customer: str) -> Any:
+    return lambda n: {"pk": f"orders#{n % 4}", "sk": n, "customer": customer}
+
+
+# --- the hash ----------------------------------------------------------------------------------
+
+
+def test_request_hash_ignores_order_and_the_token() -> None:
+    one = {"a": {"SS": ["x", "y"]}, "b": {"M": {"c": {"B": b"\x01"}}}, "aioseq_token": {"S": "t"}}
+    two = {"b": {"M": {"c": {"B": b"\x01"}}}, "a": {"SS": ["y", "x"]}, "aioseq_token": {"S": "u"}}
+    assert request_hash(one) == request_hash(two)
+    assert request_hash(one) != request_hash({**one, "a": {"SS": ["x"]}})
+    assert request_hash({"n": {"N": "1"}}) != request_hash({"n": {"S": "1"}})
+
+
+# --- the transactional strategy ----------------------------------------------------------------
+
+
+async def test_a_replay_returns_the_first_number_and_writes_nothing(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        first = await orders.put(order("ada"), idempotency_key="k1")
+        writes = fake.requests["TransactWriteItems"]
+        assert await orders.put(order("ada"), idempotency_key="k1") == first == 1
+        assert await orders.put(order("bob"), idempotency_key="k2") == 2
+        assert await orders.put(order("cy")) == 3  # no key: as before
+        assert sorted(numbered(fake, "orders#")) == [1, 2, 3]
+        assert len(records(fake)) == 2
+        assert orders.statistics().replays == 1
+        assert orders.statistics().numbers == 3
+        assert await orders.current() == 3
+        # The replay's transaction was canceled by the record: nothing more was written.
+        assert fake.requests["TransactWriteItems"] == writes + 3
+
+
+async def test_concurrent_calls_with_one_key_from_two_stores_store_one_item(
+    fake: FakeDynamoDB,
+) -> None:
+    async with await open_store(fake) as one, await open_store(fake) as two:
+        counters = [one.transactional_counter("orders"), two.transactional_counter("orders")]
+        calls = [counters[i % 2].put(order("ada"), idempotency_key="k1") for i in range(50)]
+        others = [counters[i % 2].put(order(f"c{i}")) for i in range(10)]
+        got = await asyncio.gather(*calls, *others)
+        keyed = set(got[:50])
+        assert len(keyed) == 1
+        assert sorted(got[50:] + list(keyed)) == list(range(1, 12))
+        items = numbered(fake, "orders#")
+        assert sorted(items) == list(range(1, 12))
+        assert [i["customer"]["S"] for i in items.values()].count("ada") == 1
+        assert sum(c.statistics().replays for c in counters) == 49
+
+
+async def test_another_item_under_a_used_key_is_refused_and_writes_nothing(
+    fake: FakeDynamoDB,
+) -> None:
+    async with await open_store(fake) as store, await open_store(fake) as other:
+        orders = store.transactional_counter("orders")
+        assert await orders.put(order("ada"), idempotency_key="k1") == 1
+        with pytest.raises(IdempotencyKeyReused) as raised:  # from another store: its record
+            await other.transactional_counter("orders").put(order("eve"), idempotency_key="k1")
+        assert (raised.value.idempotency_key, raised.value.number) == ("k1", 1)
+        assert raised.value.counter_key == "orders"
+        with pytest.raises(IdempotencyKeyReused):  # a mapping, numbered the same way
+            await orders.put({"pk": "x", "sk": 9}, idempotency_key="k1")
+        assert sorted(numbered(fake, "orders#")) == [1]
+        assert await orders.current() == 1
+        assert len(records(fake)) == 1
+
+
+async def test_concurrent_calls_with_one_key_and_other_items_are_refused(
+    fake: FakeDynamoDB,
+) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        first, second = await asyncio.gather(
+            orders.put(order("ada"), idempotency_key="k1"),
+            orders.put(order("eve"), idempotency_key="k1"),
+            return_exceptions=True,
+        )
+        assert first == 1 and isinstance(second, IdempotencyKeyReused)
+        assert sorted(numbered(fake, "orders#")) == [1]
+
+
+async def test_a_replay_in_a_group_answers_alone(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store, await open_store(fake) as other:
+        assert await other.transactional_counter("orders").put(order("a"), idempotency_key="k")
+        orders = store.transactional_counter("orders")
+        got = await asyncio.gather(
+            orders.put(order("b")),
+            orders.put(order("a"), idempotency_key="k"),  # recorded by the other store
+            orders.put(order("c"), idempotency_key="k3"),
+            orders.put(order("d")),
+        )
+        assert got[1] == 1
+        assert sorted([got[0], *got[2:]]) == [2, 3, 4]
+        assert sorted(numbered(fake, "orders#")) == [1, 2, 3, 4]
+
+
+async def test_a_record_past_its_time_to_live_is_a_new_key(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders", idempotency_ttl_secs=60)
+        assert await orders.put(order("ada"), idempotency_key="k1") == 1
+        (record,) = records(fake)
+        expires = int(record[EXPIRES_ATTRIBUTE]["N"])
+        orders._records.epoch_secs = lambda: expires + 1.0  # a minute later
+        assert await orders.put(order("ada"), idempotency_key="k1") == 2  # a new order
+        assert sorted(numbered(fake, "orders#")) == [1, 2]
+        (record,) = records(fake)  # the key's record replaced, its clock started again
+        assert int(record[EXPIRES_ATTRIBUTE]["N"]) == expires + 61
+
+
+async def test_an_item_in_the_way_under_a_new_key_fails_alone(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        assert await orders.put({"pk": "fixed", "sk": 1}, idempotency_key="a") == 1
+        with pytest.raises(ItemAlreadyExists):
+            await orders.put({"pk": "fixed", "sk": 1}, idempotency_key="b")
+        # and the first key still answers, though its item is in the way as well
+        assert await orders.put({"pk": "fixed", "sk": 1}, idempotency_key="a") == 1
+        assert await orders.current() == 1 and len(records(fake)) == 1
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 256, 7, b"k"])
+async def test_a_bad_key_is_refused_before_any_request(fake: FakeDynamoDB, bad: Any) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        sent = fake.requests
+        with pytest.raises(ConfigurationError):
+            await orders.put(order("ada"), idempotency_key=bad)
+        assert fake.requests == sent
+
+
+async def test_bad_time_to_live_is_refused(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        with pytest.raises(ConfigurationError, match="idempotency_ttl_secs"):
+            store.transactional_counter("orders", idempotency_ttl_secs=0)
+        with pytest.raises(ConfigurationError, match="idempotency_ttl_secs"):
+            store.sort_key_counter("tickets", idempotency_ttl_secs=-1)
+
+
+async def test_a_full_group_leaves_room_for_the_records(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        got = await asyncio.gather(
+            *(orders.put(order(f"c{i}"), idempotency_key=f"k{i}") for i in range(120))
+        )
+        assert sorted(got) == list(range(1, 121))
+        sent = [r for r in fake.sent if r.operation == "TransactWriteItems"]
+        assert max(len(r.params["TransactItems"]) for r in sent) <= 100
+        assert len(records(fake)) == 120
+
+
+@pytest.mark.parametrize("tokens", [True, False], ids=["tokens", "moto-like"])
+async def test_lost_answers_and_callers_that_retry_get_one_number_per_key(tokens: bool) -> None:
+    def item(i: int) -> Any:
+        return lambda n: {"pk": f"orders#{n % 4}", "sk": n, "n": i}
+
+    await assert_keys_once(
+        7, lambda store: store.transactional_counter("orders"), item, honour_tokens=tokens
+    )
+
+
+async def assert_keys_once(
+    seed: int, make: Any, item: Any = lambda i: {"n": i}, *, honour_tokens: bool = True
+) -> None:
+    """20% of the writes' answers lost after the write applied, retries cut short (3
+    attempts); each key's caller calls until it gets a number, then once more: every key's
+    item is stored once, under the number each of its calls got, and the numbers are
+    1..60."""
+    fake = FakeDynamoDB(
+        schedule=FaultSchedule(
+            {"response-lost": 0.2},
+            seed=seed,
+            operations=frozenset({"TransactWriteItems", "PutItem", "Query", "GetItem"}),
+        ),
+        honour_tokens=honour_tokens,
+    )
+    policy = RetryPolicy(max_attempts=3, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+    async with DynamoStore(
+        transport=fake, table=TableSpec(TABLE), retry_policy=policy, idle_secs=None
+    ) as store:
+        await store.create_table()
+        counter = make(store)
+
+        async def until_answered(i: int) -> list[int]:
+            got: list[int] = []
+            while not got:
+                try:
+                    got.append(await counter.put(item(i), idempotency_key=f"k{i}"))
+                except RetriesExhausted:
+                    continue
+            got.append(await counter.put(item(i), idempotency_key=f"k{i}"))
+            return got
+
+        answers = await asyncio.gather(*(until_answered(i) for i in range(60)))
+    assert all(a == b for a, b in answers), answers
+    assert_exactly([a for a, _ in answers], 1, 60)
+    assert fake.injected["response-lost"] > 0
+    stored = [i for i in fake.items(TABLE) if "n" in i]
+    assert sorted(int(i["n"]["N"]) for i in stored) == list(range(60))  # each key once
+
+
+# --- the sort-key strategy ---------------------------------------------------------------------
+
+
+async def test_sort_key_replays_and_refusals(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as one, await open_store(fake) as two:
+        tickets = [one.sort_key_counter("t"), two.sort_key_counter("t", group=False)]
+        got = await asyncio.gather(
+            *(tickets[i % 2].put({"title": "crash"}, idempotency_key="k1") for i in range(20)),
+            *(tickets[i % 2].put({"title": f"t{i}"}) for i in range(5)),
+        )
+        assert len(set(got[:20])) == 1
+        assert sorted(set(got)) == list(range(1, 7))
+        items = numbered(fake, "t")
+        assert sorted(items) == list(range(1, 7))
+        assert [i["title"]["S"] for i in items.values()].count("crash") == 1
+        with pytest.raises(IdempotencyKeyReused):
+            await tickets[1].put({"title": "other"}, idempotency_key="k1")
+        assert sorted(numbered(fake, "t")) == list(range(1, 7))
+        # A lone put with a key is a transaction of the item and its record.
+        assert await tickets[1].put({"title": "x"}, idempotency_key="k2") == 7
+        assert fake.sent[-1].operation == "TransactWriteItems"
+        assert await tickets[1].put({"title": "x"}, idempotency_key="k2") == 7
+
+
+@pytest.mark.parametrize("tokens", [True, False], ids=["tokens", "moto-like"])
+async def test_sort_key_lost_answers_and_retrying_callers(tokens: bool) -> None:
+    await assert_keys_once(11, lambda store: store.sort_key_counter("t"), honour_tokens=tokens)
+
+
+async def test_keyed_puts_are_refused_where_the_table_takes_no_transactions() -> None:
+    regions = ["us-east-1", "eu-west-1"]
+    async with SimulatedGlobalTable(regions, consistency="STRONG") as table:
+        store = DynamoStore(transport=table.transport("us-east-1"), table=TABLE, idle_secs=None)
+        async with store:
+            await store.create_table()
+            tickets = store.sort_key_counter("t", group=False)
+            assert await tickets.put({"title": "a"}) == 1
+            with pytest.raises(NotSupportedByTable):
+                await tickets.put({"title": "b"}, idempotency_key="k")
+            assert await tickets.current() == 1
