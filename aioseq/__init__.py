@@ -64,6 +64,10 @@ from aioseq.errors import WrongEventLoop as WrongEventLoop
 from aioseq.formatting import IdFormat as IdFormat
 from aioseq.formatting import zero_pad as zero_pad
 
+# web services: aioseq's errors as HTTP answers
+from aioseq.http import HttpAnswer as HttpAnswer
+from aioseq.http import http_answer as http_answer
+
 # item layouts
 from aioseq.layout import ShardedItems as ShardedItems
 
@@ -111,6 +115,7 @@ __all__ = [
     "EndpointDown",
     "EndpointUnreachable",
     "GroupCommit",
+    "HttpAnswer",
     "IdFormat",
     "IdempotencyKeyReused",
     "ItemAlreadyExists",
@@ -145,6 +150,7 @@ __all__ = [
     "UnsafeGlobalTable",
     "ValidationFailed",
     "WrongEventLoop",
+    "http_answer",
     "zero_pad",
 ]
 

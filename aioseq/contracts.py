@@ -228,6 +228,7 @@ class ItemCounter(Protocol):
     """What item-first strategies offer (``SortKeyCounter``, ``TransactionalCounter``): store an
     item under the next number and return that number."""
 
-    async def put(self, item: Any = ...) -> int:
-        """Store ``item`` with the next number; return the number."""
+    async def put(self, item: Any = ..., *, idempotency_key: str | None = None) -> int:
+        """Store ``item`` with the next number; return the number. With ``idempotency_key``,
+        once: a later call with the key returns the first call's number, writing nothing."""
         ...
