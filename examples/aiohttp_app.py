@@ -4,11 +4,13 @@ Run it against DynamoDB Local::
 
     AWS_ENDPOINT_URL=http://127.0.0.1:8000 AIOSEQ_CREATE_TABLE=1 python -m examples.aiohttp_app
     curl -X POST 127.0.0.1:8080/tenants/acme/orders -H 'content-type: application/json' \\
+        -H 'Idempotency-Key: 5f0c3bd4-1f9e-4c1b-9a57-2b7c4b0f1d2e' \\
         -d '{"customer": "ada", "total": "12.50"}'
 
 A ``cleanup_ctx`` opens one ``DynamoStore`` for the application's life; the handler asks it for
 the tenant's counter on every request (the store shares one object per counter key). See
-``orders.py`` for the choice of strategy and the HTTP statuses of aioseq's errors.
+``orders.py`` for the choice of strategy, the ``Idempotency-Key`` header and the HTTP answers
+to aioseq's errors.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from pydantic import ValidationError
 
 from aioseq import AioseqError, DynamoStore
 from examples.orders import (
+    IDEMPOTENCY_KEY,
     ORDER_ID,
     TENANT,
     NewOrder,
     Settings,
-    http_error,
+    answer_error,
     open_store,
     place_order,
     recent_orders,
@@ -47,23 +50,26 @@ async def aioseq_errors(request: web.Request, handler: Handler) -> web.StreamRes
     try:
         return await handler(request)
     except AioseqError as exc:
-        error = http_error(exc)
-        return web.json_response(
-            {"detail": error.detail}, status=error.status, headers=error.headers
-        )
+        answer = answer_error(exc, idempotency_key=request.headers.get(IDEMPOTENCY_KEY))
+        return web.json_response(answer.body, status=answer.status, headers=answer.headers)
 
 
 async def create_order(request: web.Request) -> web.Response:
-    """``POST /tenants/{tenant}/orders``: create an order with the tenant's next number."""
+    """``POST /tenants/{tenant}/orders``: create an order with the tenant's next number; a
+    request sent again with its ``Idempotency-Key`` gets the first one's order."""
     tenant = request.match_info["tenant"]
     try:
         new = NewOrder.model_validate_json(await request.read())
     except ValidationError as exc:
         return web.json_response({"detail": json.loads(exc.json(include_url=False))}, status=422)
+    idempotency_key = request.headers.get(IDEMPOTENCY_KEY)
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 255:
+        detail = f"{IDEMPOTENCY_KEY} must be 1 to 255 characters"
+        return web.json_response({"detail": detail}, status=422)
     # The same object for every request of this tenant: one group commit per tenant.
     store = request.app[STORE]
     orders = store.transactional_counter(f"orders-{tenant}", max_value=ORDER_ID.max_number)
-    order = await place_order(orders, tenant, new)
+    order = await place_order(orders, tenant, new, idempotency_key)
     return web.json_response(order.model_dump(mode="json"), status=201)
 
 

@@ -26,13 +26,22 @@
 - Order ids are ``ORD-0000000042``: :class:`~aioseq.IdFormat` with 10 digits; the counter is
   made with ``max_value`` = the largest id, so it can never hand out a number the format
   cannot hold.
-- aioseq's errors become HTTP statuses in :func:`http_error`.
+- A client may send an ``Idempotency-Key`` header (the IETF's draft
+  draft-ietf-httpapi-idempotency-key-header; 1 to 255 characters, such as a UUID): a request
+  sent again with the same key and body (after a timeout, say) is answered with the first
+  request's order, which is stored once; the same key with another body is a 422. The key
+  goes to ``put(..., idempotency_key=)``, which records it with the order in the same
+  transaction, for 24 hours.
+- aioseq's errors become HTTP answers through :func:`aioseq.http_answer` (409, 422, 503 with
+  ``Retry-After``, 500), logged on the server with their cause (:func:`answer_error`).
 
 Configuration, from the environment: ``AWS_ENDPOINT_URL`` (e.g. ``http://127.0.0.1:8000`` for
 DynamoDB Local; unset for AWS), ``AWS_REGION`` and credentials as usual, ``AIOSEQ_TABLE``
 (default ``orders``: a table of the service's own, apart from the ``aioseq`` table that
 other programs use by default), ``AIOSEQ_CREATE_TABLE=1`` to create the table at start-up (local
-development; in production create it once, ``aioseq create-table``).
+development; in production create it once, ``aioseq create-table``). Without it the service
+checks the table at start-up and refuses to start when it is missing or has another key
+schema, saying so in its log.
 """
 
 from __future__ import annotations
@@ -47,33 +56,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aioseq import (
-    AioseqError,
-    ConfigurationError,
-    ConnectionFailed,
-    DynamoStore,
-    IdFormat,
-    ItemAlreadyExists,
-    RetriesExhausted,
-    ServiceUnavailable,
-    StoreClosed,
-    Throttled,
-    TransactionalCounter,
-    TransactionConflict,
-    ValidationFailed,
-)
+from aioseq import AioseqError, DynamoStore, IdFormat, TransactionalCounter, http_answer
 from aioseq.layout import ShardedItems
 
 __all__ = [
+    "IDEMPOTENCY_KEY",
     "ORDERS_TABLE",
     "ORDER_ID",
     "ORDER_SHARDS",
     "TENANT",
-    "HttpError",
+    "ErrorAnswer",
     "NewOrder",
     "Order",
     "Settings",
-    "http_error",
+    "answer_error",
     "open_store",
     "order_items",
     "place_order",
@@ -95,6 +91,9 @@ CENTS = Decimal("0.01")
 
 #: The partitions a tenant's orders are spread over: ~500 orders/s each on AWS.
 ORDER_SHARDS = 32
+
+#: The request header that carries a client's idempotency key.
+IDEMPOTENCY_KEY = "Idempotency-Key"
 
 
 def order_items(tenant: str) -> ShardedItems:
@@ -132,26 +131,36 @@ class Settings:
         )
 
 
-async def place_order(orders: TransactionalCounter, tenant: str, new: NewOrder) -> Order:
+async def place_order(
+    orders: TransactionalCounter, tenant: str, new: NewOrder, idempotency_key: str | None = None
+) -> Order:
     """Store the order under the next number of ``orders`` (one transaction, shared with the
-    orders of the same tenant that arrive at the same time) and return it.
+    orders of the same tenant that arrive at the same time) and return it. With
+    ``idempotency_key``, once: a request sent again with it gets the first one's order.
 
     Raises:
-        the errors of :meth:`aioseq.TransactionalCounter.put`; see :func:`http_error`.
+        the errors of :meth:`aioseq.TransactionalCounter.put`; see :func:`answer_error`.
     """
 
     layout = order_items(tenant)
+    total = new.total.quantize(CENTS)  # "12.5" and "12.50" are one order
 
     def item(n: int) -> dict[str, Any]:
         return {
             **layout.key(n),  # {"pk": f"orders-{tenant}#{n % 32}", "sk": n}
             "order_id": ORDER_ID.format(n),
             "customer": new.customer,
-            "total": new.total,
+            "total": total,
         }
 
-    number = await orders.put(item)
-    return Order(tenant=tenant, number=number, order_id=ORDER_ID.format(number), **new.model_dump())
+    number = await orders.put(item, idempotency_key=idempotency_key)
+    return Order(
+        tenant=tenant,
+        number=number,
+        order_id=ORDER_ID.format(number),
+        customer=new.customer,
+        total=total,
+    )
 
 
 async def recent_orders(store: DynamoStore, tenant: str, limit: int) -> list[Order]:
@@ -175,69 +184,37 @@ async def recent_orders(store: DynamoStore, tenant: str, limit: int) -> list[Ord
 
 @asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator[DynamoStore]:
-    """Open the store for the application's life (and create the table if asked)."""
+    """Open the store for the application's life, and create the table if asked, else check
+    it (one ``DescribeTable``).
+
+    Raises:
+        TableNotFound: no table, and ``create_table`` is off.
+        ConfigurationError: the table's key schema is not aioseq's.
+    """
     async with DynamoStore.open(table=settings.table) as store:
         if settings.create_table:
             await store.create_table()
+        else:  # a missing table or another key schema stops the start-up, logged
+            await store.check_table()
         yield store
 
 
 @dataclass(frozen=True)
-class HttpError:
-    """An HTTP error answer: status, a detail for the client, headers."""
+class ErrorAnswer:
+    """An HTTP error answer: status, the JSON body, headers."""
 
     status: int
-    detail: str
+    body: dict[str, str]
     headers: dict[str, str] = field(default_factory=dict)
 
 
-#: Worth trying again soon: throttling, conflicts, DynamoDB or the network failing, the retry
-#: policy running out, the service shutting down.
-_TRY_AGAIN = (
-    Throttled,
-    TransactionConflict,
-    ServiceUnavailable,
-    ConnectionFailed,
-    RetriesExhausted,
-    StoreClosed,
-)
-
-
-def http_error(error: AioseqError) -> HttpError:
-    """The HTTP answer for an aioseq error.
-
-    ============================================================  ==========================
-    error                                                         status
-    ============================================================  ==========================
-    any error with ``maybe_applied`` (the order may be stored)    500, "may have been stored"
-    ``ItemAlreadyExists`` (the order's key is taken)              409 Conflict
-    ``ConfigurationError``, ``ValidationFailed`` (a bad item)     422 Unprocessable Content
-    ``Throttled``, ``TransactionConflict``, ``ServiceUnavailable``,
-    ``ConnectionFailed``, ``RetriesExhausted``, ``StoreClosed``   503, ``Retry-After: 1``
-    anything else (``TableNotFound``, ``NumberOutOfRange``,
-    ``CounterValueInvalid``: the service is misconfigured)        500
-    ============================================================  ==========================
-
-    5xx details say nothing about the inside; the error is logged instead. Every answer but
-    the first row means no order was stored and no order number was used up (the counter is
-    gapless), so a 503 is safe to retry. ``maybe_applied`` is set when a transaction may have
-    been applied with its answer lost and aioseq could not find out before it gave up (its
-    retry policy ran out, or the store was closed under it, as at shutdown): the order may be
-    stored under its number, so the answer tells the client to look before it posts again,
-    and carries no ``Retry-After`` (a client that posts again blindly could create the order
-    twice).
-    """
-    if error.maybe_applied:
-        log.error("order may have been stored; the client is told to check", exc_info=error)
-        return HttpError(
-            500, "the order may have been stored: look for it before you post it again"
-        )
-    if isinstance(error, ItemAlreadyExists):
-        return HttpError(409, str(error))
-    if isinstance(error, (ConfigurationError, ValidationFailed)):
-        return HttpError(422, str(error))
-    if isinstance(error, _TRY_AGAIN):
-        log.warning("order not created, client told to retry: %r", error)
-        return HttpError(503, "order numbers are busy; try again", {"Retry-After": "1"})
-    log.error("order not created", exc_info=error)
-    return HttpError(500, "orders are unavailable")
+def answer_error(error: AioseqError, *, idempotency_key: str | None = None) -> ErrorAnswer:
+    """The HTTP answer for an aioseq error (:func:`aioseq.http_answer`: 409, 422, 503 with
+    ``Retry-After``, 500), logged on the server: a 500's cause goes to the log, never to the
+    client. A 503 means no order was stored: the client sends the request again. A 500 whose
+    detail says "may have been applied" means an order may have been stored with its answer
+    lost: without an idempotency key the client looks before it posts again; with one, the
+    answer is a 503 instead, since the same request again gets the first one's order."""
+    answer = http_answer(error, idempotency_key=idempotency_key is not None)
+    answer.log(log, error)
+    return ErrorAnswer(answer.status, {"detail": answer.detail}, dict(answer.headers))

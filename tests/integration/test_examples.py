@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,25 +22,24 @@ from aioseq import (
     DEFAULT_TABLE_NAME,
     ConfigurationError,
     ConnectionFailed,
-    CounterValueInvalid,
     DynamoStore,
     EndpointUnreachable,
+    IdempotencyKeyReused,
     ItemAlreadyExists,
-    NumberOutOfRange,
-    RetriesExhausted,
     StoreClosed,
     TableNotFound,
+    TableSpec,
     Throttled,
-    TransactionConflict,
     ValidationFailed,
 )
 from aioseq.errors import AioseqError
 from examples.orders import (
+    IDEMPOTENCY_KEY,
     ORDER_ID,
     ORDER_SHARDS,
     ORDERS_TABLE,
     Settings,
-    http_error,
+    answer_error,
     order_items,
 )
 
@@ -168,7 +168,7 @@ async def test_fastapi_maps_aioseq_errors_to_statuses(
         # The table deleted under the running service: 500, with nothing inside revealed.
         await store.delete_table()
     response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
-    assert (response.status_code, response.json()) == (500, {"detail": "orders are unavailable"})
+    assert (response.status_code, response.json()) == (500, {"detail": "internal error"})
 
 
 def test_the_services_keep_their_orders_in_a_table_of_their_own() -> None:
@@ -187,27 +187,33 @@ def _cut_off(error: StoreClosed) -> StoreClosed:
     ("error", "status"),
     [
         (ItemAlreadyExists({"pk": "orders", "sk": 1}), 409),
-        (ConfigurationError("bad item"), 422),
-        (ValidationFailed("too big", code="ValidationException"), 422),
+        (IdempotencyKeyReused("k", "orders-acme", 3), 422),
         (Throttled("slow down", code="ThrottlingException"), 503),
-        (TransactionConflict("busy", code="TransactionConflictException"), 503),
         (EndpointUnreachable("refused", code="EndpointConnectionError"), 503),
-        (RetriesExhausted(100, Throttled("slow down")), 503),
         (StoreClosed("shutting down"), 503),
         # The order may be stored: the client must look before posting again.
         (ConnectionFailed("reset", code="ConnectionClosedError"), 500),
-        (RetriesExhausted(100, Throttled("slow down"), maybe_applied=True), 500),
         (_cut_off(StoreClosed("closed during the request")), 500),
+        # The service's own configuration: its 500, never the client's 4xx.
+        (ConfigurationError("table 'orders' has key schema ..."), 500),
+        (ValidationFailed("key schema mismatch", code="ValidationException"), 500),
         (TableNotFound("no table", code="ResourceNotFoundException"), 500),
-        (NumberOutOfRange(10**10), 500),
-        (CounterValueInvalid("orders", "value", {"S": "x"}), 500),
     ],
 )
-def test_http_statuses_of_aioseq_errors(error: AioseqError, status: int) -> None:
-    answer = http_error(error)
+def test_the_services_answer_aioseq_errors_and_log_the_server_faults(
+    error: AioseqError, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="examples.orders"):
+        answer = answer_error(error)
     assert answer.status == status
-    assert answer.headers == ({"Retry-After": "1"} if status == 503 else {})
-    assert ("may have been stored" in answer.detail) == error.maybe_applied
+    assert ("may have been applied" in answer.body["detail"]) == error.maybe_applied
+    if status == 500:  # the cause is in the server's log, not in the answer
+        assert str(error) not in answer.body["detail"]
+        assert [r.levelno for r in caplog.records] == [logging.ERROR]
+        assert caplog.records[0].exc_info is not None
+    # With an idempotency key, an order that may be stored is safe to post again.
+    if error.maybe_applied:
+        assert answer_error(error, idempotency_key="k").status == 503
 
 
 @pytest.mark.slow
@@ -236,8 +242,8 @@ async def test_aiohttp_concurrent_orders_get_distinct_numbers(
     check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table), count)
 
 
-#: Posts an order (path, JSON body) and returns the status and the JSON answer.
-Post = Callable[[str, dict[str, str]], Awaitable[tuple[int, Any]]]
+#: Posts an order (path, JSON body, headers) and returns the status and the JSON answer.
+Post = Callable[..., Awaitable[tuple[int, Any]]]
 
 
 @contextlib.asynccontextmanager
@@ -253,8 +259,10 @@ async def serving(server: str) -> AsyncIterator[Post]:
             ) as client,
         ):
 
-            async def post_httpx(path: str, body: dict[str, str]) -> tuple[int, Any]:
-                response = await client.post(path, json=body)
+            async def post_httpx(
+                path: str, body: dict[str, str], headers: dict[str, str] | None = None
+            ) -> tuple[int, Any]:
+                response = await client.post(path, json=body, headers=headers)
                 return response.status_code, response.json()
 
             yield post_httpx
@@ -263,8 +271,10 @@ async def serving(server: str) -> AsyncIterator[Post]:
 
         async with test_utils.TestClient(test_utils.TestServer(make_app())) as session:
 
-            async def post_aiohttp(path: str, body: dict[str, str]) -> tuple[int, Any]:
-                response = await session.post(path, json=body)
+            async def post_aiohttp(
+                path: str, body: dict[str, str], headers: dict[str, str] | None = None
+            ) -> tuple[int, Any]:
+                response = await session.post(path, json=body, headers=headers)
                 return response.status, await response.json()
 
             yield post_aiohttp
@@ -291,3 +301,57 @@ async def test_each_tenant_numbers_its_own_orders_gaplessly(
         bodies = [body for _, body in answers if body["tenant"] == tenant]
         assert {b["customer"] for b in bodies} == {f"{tenant}-{i}" for i in range(count)}
         check_orders(bodies, await stored_orders(aioseq_endpoint, orders_table, tenant), count)
+
+
+@pytest.mark.parametrize("server", ["fastapi", "aiohttp"])
+async def test_a_request_sent_again_with_its_idempotency_key_gets_the_first_order(
+    server: str, aioseq_endpoint: str, orders_table: str
+) -> None:
+    """Two POSTs with one ``Idempotency-Key``: one order number, one order stored; ten at
+    once with another key: one more; another body under a used key: 422, nothing stored."""
+    ada = {"customer": "ada", "total": "12.50"}
+    async with serving(server) as post:
+        first = await post(ORDERS, ada, {IDEMPOTENCY_KEY: "a1"})
+        again = await post(ORDERS, {**ada, "total": "12.5"}, {IDEMPOTENCY_KEY: "a1"})
+        assert (
+            first
+            == again
+            == (201, {**ada, "tenant": "acme", "number": 1, "order_id": ORDER_ID.format(1)})
+        )
+        together = await asyncio.gather(
+            *(
+                post(ORDERS, {"customer": "bo", "total": "1"}, {IDEMPOTENCY_KEY: "b"})
+                for _ in range(10)
+            )
+        )
+        assert {(status, body["number"]) for status, body in together} == {(201, 2)}
+        status, body = await post(
+            ORDERS, {"customer": "eve", "total": "1"}, {IDEMPOTENCY_KEY: "a1"}
+        )
+        assert status == 422 and "a1" in body["detail"]
+        status, _ = await post(ORDERS, ada, {IDEMPOTENCY_KEY: "x" * 256})
+        assert status == 422
+        assert (await post(ORDERS, ada))[1]["number"] == 3  # no key: a new order
+    stored = await stored_orders(aioseq_endpoint, orders_table)
+    assert sorted(stored) == [1, 2, 3]
+
+
+async def test_a_service_checks_its_table_at_start_up(
+    aioseq_endpoint: str, orders_table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``AIOSEQ_CREATE_TABLE``, a table missing or with another key schema stops the
+    start-up (the cause raised to the server, which logs it); never a 4xx per request."""
+    from examples.fastapi_app import app
+
+    monkeypatch.setenv("AIOSEQ_CREATE_TABLE", "0")
+    with pytest.raises(TableNotFound):
+        async with LifespanManager(app):
+            pass
+    async with DynamoStore.open(
+        table=TableSpec(orders_table, partition_key="id", sort_key=None),
+        endpoint_url=aioseq_endpoint,
+    ) as other:
+        await other.create_table()
+    with pytest.raises(ConfigurationError, match="key schema"):
+        async with LifespanManager(app):
+            pass
