@@ -1,24 +1,19 @@
 """The HTTP answer a web service gives for each of aioseq's errors (FastAPI, aiohttp, any
 framework): whose fault it is, the status, what the client is told, what the server logs.
 
-Four kinds, after RFC 9110's classes and the IETF's ``Idempotency-Key`` draft:
+Four kinds, after RFC 9110's classes and the IETF's ``Idempotency-Key`` draft (the table,
+with what a client does with each: docs/web-services.md):
 
-==================  ======  =========================================================  =======
-kind                status  errors                                                     log
-==================  ======  =========================================================  =======
-``client``          409     ``ItemAlreadyExists``: the item's key is taken              info
-``client``          422     ``IdempotencyKeyReused``: the key came with another item    info
-``retry``           503     ``Throttled``, ``TransactionConflict``, ``RetriesExhausted``  warning
-                            ``ServiceUnavailable``, ``ConnectionFailed`` (the endpoint  (error:
-                            down or unreachable), ``StoreClosed`` (shutting down);      the
-                            ``Retry-After`` set                                         endpoint)
-``maybe-applied``   500     any error with ``maybe_applied``: look before sending the   error
-                            request again; with an idempotency key, 503 and
-                            ``Retry-After``: the same request again is safe
-``server``          500     everything else: the table, its key schema, credentials,    error
-                            ``ConfigurationError``, ``NumberOutOfRange``, a number
-                            format (the service's own configuration)
-==================  ======  =========================================================  =======
+- ``client``: 409 for ``ItemAlreadyExists`` (the item's key is taken), 422 for
+  ``IdempotencyKeyReused`` (the key came with another item); logged at info.
+- ``retry``: 503 with ``Retry-After: 1`` for ``Throttled``, ``TransactionConflict``,
+  ``RetriesExhausted`` (a warning); ``Retry-After: 5`` for ``EndpointUnreachable``,
+  ``EndpointDown`` and ``StoreClosed`` (shutting down), or retries that ran out on them (an
+  error: an operator should look).
+- ``maybe-applied``: 500 for any error with ``maybe_applied``: look before sending the
+  request again. With an idempotency key it is a ``retry`` 503: the same request is safe.
+- ``server``: 500 for everything else: ``ConfigurationError`` (the table, its key schema),
+  ``TableNotFound``, ``ValidationFailed``, ``NumberOutOfRange``, ``CounterValueInvalid``.
 
 A server's fault is never a 4xx: the client cannot fix the service's table. Details of 5xx
 answers say nothing of the inside; the cause goes to the server's log (`HttpAnswer.log()`).

@@ -361,6 +361,13 @@ def global_tables_table() -> None:
     emit(global_tables.markdown(_report("global_tables")), lang=None)
 
 
+def service_table() -> None:
+    """The example services over HTTP, from docs/performance/service.json."""
+    from benchmarks import service
+
+    emit(service.markdown(_report("service")), lang=None)
+
+
 def partitions_sentence() -> None:
     """One sentence of the layouts' figures (README), from docs/performance/partitions.json."""
     report = _report("partitions")
@@ -470,13 +477,39 @@ def soak_answers_lost(name: str = "soak") -> None:
 # -- a request to an example service ----------------------------------------------------------
 
 
-def curl(command: str, *, status: int, app: str = "fastapi") -> None:
-    """``command`` (one ``curl`` line) sent to the example service ``app`` (examples/, run in
-    this process over ASGI with its lifespan, on a fresh moto server, creating its table), and
-    what curl prints: the response's body. The command is shown wrapped before its ``-d``; the
-    response must have ``status``, or generation fails."""
+def curl(commands: str, *, status: int | Sequence[int], app: str = "fastapi") -> None:
+    """``commands`` (``curl`` lines, one per line) sent in turn to the example service ``app``
+    (examples/, run in this process over ASGI with its lifespan, on a fresh moto server,
+    creating its table), and what curl prints: each response's body. A long command is shown
+    wrapped before its ``-d`` (and an ``Idempotency-Key`` header); the responses must have ``status`` (one for all, or
+    one each), or generation fails."""
     import asyncio
 
+    lines = [line.strip() for line in commands.strip().splitlines() if line.strip()]
+    statuses = [status] * len(lines) if isinstance(status, int) else list(status)
+    assert len(statuses) == len(lines), commands
+    requests = [_curl_request(line) for line in lines]
+    _sessions.pop("curl", None)  # a fresh server for each transcript shown: the first order
+    env = {**_session("curl").env, "AIOSEQ_CREATE_TABLE": "1", "AIOSEQ_TABLE": None}
+    saved = {name: os.environ.get(name) for name in env}
+    _set_environment(env)
+    try:
+        responses = asyncio.run(_asgi_requests(app, requests))
+    finally:
+        _set_environment(saved)
+    shown = []
+    for line, response, wanted in zip(lines, responses, statuses, strict=True):
+        if response.status_code != wanted:
+            raise RuntimeError(f"{line}: status {response.status_code}, not {wanted}")
+        if len(line) > 90:
+            line = line.replace(" -H 'Idempotency-Key", " \\\n       -H 'Idempotency-Key", 1)
+            line = line.replace(" -d ", " \\\n       -d ", 1)
+        shown.append(f"$ {line}\n{response.text}")
+    emit("\n".join(shown))
+
+
+def _curl_request(command: str) -> tuple[str, str, dict[str, str], str | None]:
+    """A ``curl`` command line as (method, URL, headers, body)."""
     argv = shlex.split(command)
     assert argv[0] == "curl", command
     method, headers, data, url = None, {}, None, None
@@ -492,25 +525,12 @@ def curl(command: str, *, status: int, app: str = "fastapi") -> None:
         else:
             url = word if "://" in word else f"http://{word}"
     assert url is not None, command
-    _sessions.pop("curl", None)  # a fresh server for each request shown: the first order
-    env = {**_session("curl").env, "AIOSEQ_CREATE_TABLE": "1", "AIOSEQ_TABLE": None}
-    saved = {name: os.environ.get(name) for name in env}
-    _set_environment(env)
-    try:
-        response = asyncio.run(
-            _asgi_request(app, method or ("POST" if data else "GET"), url, headers, data)
-        )
-    finally:
-        _set_environment(saved)
-    if response.status_code != status:
-        raise RuntimeError(f"{command}: status {response.status_code}, not {status}")
-    shown = command.replace(" -d ", " \\\n       -d ", 1) if len(command) > 90 else command
-    emit(f"$ {shown}\n{response.text}")
+    return method or ("POST" if data else "GET"), url, headers, data
 
 
-async def _asgi_request(
-    app: str, method: str, url: str, headers: dict[str, str], data: str | None
-) -> Any:
+async def _asgi_requests(
+    app: str, requests: Sequence[tuple[str, str, dict[str, str], str | None]]
+) -> list[Any]:
     import httpx
     from asgi_lifespan import LifespanManager
 
@@ -521,4 +541,7 @@ async def _asgi_request(
     async with LifespanManager(asgi_app) as running:  # the lifespan, as uvicorn runs it
         transport = httpx.ASGITransport(app=running.app)
         async with httpx.AsyncClient(transport=transport) as client:
-            return await client.request(method, url, headers=headers, content=data)
+            return [
+                await client.request(method, url, headers=headers, content=data)
+                for method, url, headers, data in requests
+            ]
