@@ -56,7 +56,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[State]:
 app = FastAPI(title="orders", lifespan=lifespan)
 
 
-def dynamo_store(request: Request) -> DynamoStore:
+async def dynamo_store(request: Request) -> DynamoStore:  # (async: no thread per request)
     store: DynamoStore = request.state.store
     return store
 

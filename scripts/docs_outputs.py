@@ -481,8 +481,8 @@ def curl(commands: str, *, status: int | Sequence[int], app: str = "fastapi") ->
     """``commands`` (``curl`` lines, one per line) sent in turn to the example service ``app``
     (examples/, run in this process over ASGI with its lifespan, on a fresh moto server,
     creating its table), and what curl prints: each response's body. A long command is shown
-    wrapped before its ``-d`` (and an ``Idempotency-Key`` header); the responses must have ``status`` (one for all, or
-    one each), or generation fails."""
+    wrapped before its ``-d`` (and an ``Idempotency-Key`` header); the responses must have
+    ``status`` (one for all, or one each), or generation fails."""
     import asyncio
 
     lines = [line.strip() for line in commands.strip().splitlines() if line.strip()]

@@ -18,6 +18,11 @@ number when its item, made for that number, hashes the same; otherwise
 one object share one write. A record past ``aioseq_expires`` counts as absent (the table's time
 to live deletes it within days; it need not be enabled for this to hold).
 
+A replay that reaches a group commit cancels the group's transaction (the group is then
+committed without it, one more transaction). So each counter object remembers the last
+`RECENT_KEYS` keys it stored or found, until their records expire (a record never changes
+before then): a replay that comes back to the same process is answered from memory.
+
 The record's partition key carries the counter key's length, so no two (counter, key) pairs
 share a record, and each record is a partition key of its own: records spread over
 partitions. Under ``regions=`` the counter key is the Region's (``key@region``), so each
@@ -31,8 +36,10 @@ import functools
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from aioseq._checks import check_seconds
@@ -60,6 +67,10 @@ MAX_IDEMPOTENCY_KEY_CHARS = 255
 
 #: The partition key value of every idempotency record starts with this.
 RECORD_PREFIX = "aioseq-idempotency#"
+
+#: How many keys a counter object remembers (with their numbers and items' hashes, until
+#: their records expire), to answer a replay that comes back to it with no request.
+RECENT_KEYS = 10_000
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,8 @@ class IdempotencyRecords:
         self.epoch_secs: Callable[[], float] = time.time
         # The write in flight for each key, and how its first caller's item for a number hashes.
         self._in_flight: dict[str, tuple[asyncio.Future[int], Callable[[int], str]]] = {}
+        # Keys recorded lately: their number, item hash and the record's expiry (epoch s).
+        self._recent: OrderedDict[str, tuple[int, str, int]] = OrderedDict()
 
     def check(self, idempotency_key: object) -> str:
         """``idempotency_key`` if it is a usable key: a ``str`` of 1 to 255 characters whose
@@ -209,6 +222,8 @@ class IdempotencyRecords:
             put.future.set_exception(ItemAlreadyExists(self.record_key(idempotency_key)))
             return
         number = int(number_found)
+        expires = (found or {}).get(EXPIRES_ATTRIBUTE, {}).get("N", "0")
+        self._remember(idempotency_key, number, recorded, int(Decimal(expires)))
         try:
             same = request_hash(item_for(number)) == recorded
         except Exception as exc:  # the caller's item function failed: only that caller
@@ -247,19 +262,45 @@ class IdempotencyRecords:
         that key on this object: the first runs it in a task of its own (a caller leaving
         does not cancel the others' write), the others wait for it and get its number when
         their item for that number hashes as the first's (`IdempotencyKeyReused`
-        otherwise)."""
+        otherwise). A key this object remembers (`RECENT_KEYS`) is answered at once."""
+        started = int(self.epoch_secs())
+        known = self._recent.get(idempotency_key)
+        if known is not None:
+            number, recorded, expires = known
+            if started < expires:
+                return self._replayed(idempotency_key, number, recorded, item_for)
+            del self._recent[idempotency_key]
         running = self._in_flight.get(idempotency_key)
         if running is None:
             task: asyncio.Future[int] = asyncio.ensure_future(call())
             self._in_flight[idempotency_key] = (task, lambda n: request_hash(item_for(n)))
             task.add_done_callback(lambda done: self._done(idempotency_key, done))
-            return await asyncio.shield(task)
+            number = await asyncio.shield(task)
+            if idempotency_key not in self._recent:  # (stored now: its record expires later)
+                ttl = max(1, round(self.ttl_secs))
+                self._remember(
+                    idempotency_key, number, request_hash(item_for(number)), started + ttl
+                )
+            return number
         first, first_hash = running
         number = await asyncio.shield(first)
-        if request_hash(item_for(number)) != first_hash(number):
+        return self._replayed(idempotency_key, number, first_hash(number), item_for)
+
+    def _replayed(
+        self, idempotency_key: str, number: int, recorded: str, item_for: Callable[[int], Item]
+    ) -> int:
+        """``number`` if this call's item for it hashes as ``recorded``."""
+        if request_hash(item_for(number)) != recorded:
             raise IdempotencyKeyReused(idempotency_key, self.counter_key, number)
         self.replays += 1
         return number
+
+    def _remember(self, idempotency_key: str, number: int, recorded: str, expires: int) -> None:
+        recent = self._recent
+        recent[idempotency_key] = (number, recorded, expires)
+        recent.move_to_end(idempotency_key)
+        if len(recent) > RECENT_KEYS:
+            recent.popitem(last=False)
 
     def _done(self, idempotency_key: str, task: asyncio.Future[int]) -> None:
         if self._in_flight.get(idempotency_key, (None,))[0] is task:
