@@ -41,6 +41,7 @@ from aioseq.errors import CounterValueInvalid as CounterValueInvalid
 from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
 from aioseq.errors import EndpointDown as EndpointDown
 from aioseq.errors import EndpointUnreachable as EndpointUnreachable
+from aioseq.errors import IdempotencyKeyInvalid as IdempotencyKeyInvalid
 from aioseq.errors import IdempotencyKeyReused as IdempotencyKeyReused
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
 from aioseq.errors import NotHomeRegion as NotHomeRegion
@@ -117,6 +118,7 @@ __all__ = [
     "GroupCommit",
     "HttpAnswer",
     "IdFormat",
+    "IdempotencyKeyInvalid",
     "IdempotencyKeyReused",
     "ItemAlreadyExists",
     "ItemCounter",

@@ -36,6 +36,7 @@ __all__ = [
     "CounterWouldMoveBack",
     "EndpointDown",
     "EndpointUnreachable",
+    "IdempotencyKeyInvalid",
     "IdempotencyKeyReused",
     "ItemAlreadyExists",
     "NotHomeRegion",
@@ -324,6 +325,13 @@ class ItemAlreadyExists(AioseqError):
         self.maybe_applied = maybe_applied
         written = "this call may have written it" if maybe_applied else "nothing was written"
         super().__init__(f"an item with key {self.key!r} already exists; {written}")
+
+
+class IdempotencyKeyInvalid(ConfigurationError):
+    """An idempotency key that cannot be one: not a ``str`` of 1 to 255 characters, or too
+    long for its record's partition key beside a long counter key. Raised before any
+    request; a client's error (an HTTP service answers 400), unlike other configuration
+    errors."""
 
 
 class IdempotencyKeyReused(AioseqError, ValueError):

@@ -5,7 +5,8 @@ Four kinds, after RFC 9110's classes and the IETF's ``Idempotency-Key`` draft (t
 with what a client does with each: docs/web-services.md):
 
 - ``client``: 409 for ``ItemAlreadyExists`` (the item's key is taken), 422 for
-  ``IdempotencyKeyReused`` (the key came with another item); logged at info.
+  ``IdempotencyKeyReused`` (the key came with another item), 400 for
+  ``IdempotencyKeyInvalid`` (the client's key is not one); logged at info.
 - ``retry``: 503 with ``Retry-After: 1`` for ``Throttled``, ``TransactionConflict``,
   ``RetriesExhausted`` (a warning); ``Retry-After: 5`` for ``EndpointUnreachable``,
   ``EndpointDown`` and ``StoreClosed`` (shutting down), or retries that ran out on them (an
@@ -31,6 +32,7 @@ from typing import Literal
 from aioseq.errors import (
     AioseqError,
     ConnectionFailed,
+    IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
     RetriesExhausted,
@@ -111,6 +113,8 @@ def http_answer(error: AioseqError, *, idempotency_key: bool = False) -> HttpAns
         )
     if isinstance(error, IdempotencyKeyReused):
         return _answer(422, str(error), "client")
+    if isinstance(error, IdempotencyKeyInvalid):  # (the client's key: not the service's fault)
+        return _answer(400, str(error), "client")
     if isinstance(error, ItemAlreadyExists):
         return _answer(409, str(error), "client")
     # Retries that ran out say why in their last error: the endpoint down is not busy.

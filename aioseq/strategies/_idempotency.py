@@ -44,7 +44,7 @@ from typing import Any
 
 from aioseq._checks import check_seconds
 from aioseq._coalesce import Waiter
-from aioseq._items import Item
+from aioseq._items import Item, deserialize
 from aioseq._limits import (
     EXPIRES_ATTRIBUTE,
     MAX_PARTITION_KEY_BYTES,
@@ -53,7 +53,7 @@ from aioseq._limits import (
     TOKEN_ATTRIBUTE,
 )
 from aioseq.contracts import Store
-from aioseq.errors import ConfigurationError, IdempotencyKeyReused, ItemAlreadyExists
+from aioseq.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, ItemAlreadyExists
 
 __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
@@ -140,17 +140,17 @@ class IdempotencyRecords:
         record's partition key fits DynamoDB's 2,048 bytes.
 
         Raises:
-            ConfigurationError: it is not.
+            IdempotencyKeyInvalid: it is not.
         """
         if not isinstance(idempotency_key, str) or not (
             0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS
         ):
-            raise ConfigurationError(
+            raise IdempotencyKeyInvalid(
                 f"idempotency_key must be a str of 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters,"
                 f" not {idempotency_key!r:.80}"
             )
         if len(self._partition_key(idempotency_key).encode()) > MAX_PARTITION_KEY_BYTES:
-            raise ConfigurationError(
+            raise IdempotencyKeyInvalid(
                 f"idempotency key {idempotency_key!r:.80} is too long for counter"
                 f" {self.counter_key!r:.80}: its record's partition key passes"
                 f" {MAX_PARTITION_KEY_BYTES} bytes"
@@ -170,22 +170,30 @@ class IdempotencyRecords:
         return record
 
     def record_puts(
-        self, group: Sequence[PutWaiter], numbers: Sequence[int], items: Sequence[Item]
+        self,
+        group: Sequence[PutWaiter],
+        numbers: Sequence[int],
+        items: Sequence[Item],
+        token: str,
     ) -> tuple[list[PutWaiter], list[dict[str, Any]]]:
-        """The puts of ``group`` (stored as ``items`` under ``numbers``) that carry an
-        idempotency key, and the actions that record their keys, in the same order."""
+        """The puts of ``group`` (stored as ``items`` under ``numbers`` by the transaction
+        whose idempotency token is ``token``) that carry an idempotency key, and the actions
+        that record their keys, in the same order."""
         keyed: list[PutWaiter] = []
         actions: list[dict[str, Any]] = []
         for put, number, item in zip(group, numbers, items, strict=True):
             key = put.request.idempotency_key
             if key is not None:
                 keyed.append(put)
-                actions.append(self.record_put(key, number, item))
+                actions.append(self.record_put(key, number, item, token))
         return keyed, actions
 
-    def record_put(self, idempotency_key: str, number: int, item: Item) -> dict[str, Any]:
+    def record_put(
+        self, idempotency_key: str, number: int, item: Item, token: str
+    ) -> dict[str, Any]:
         """The ``TransactWriteItems`` action that records ``idempotency_key`` as having
-        stored ``item`` under ``number``: a conditional ``Put`` of under 1 KB (2 WCU)."""
+        stored ``item`` under ``number`` in the transaction ``token``: a conditional ``Put``
+        (2 WCU per KB: 2 for a key and counter key of up to ~900 bytes together)."""
         table = self.store.table
         now = int(self.epoch_secs())
         record = {
@@ -193,6 +201,8 @@ class IdempotencyRecords:
             RECORDED_NUMBER_ATTRIBUTE: {"N": str(number)},
             REQUEST_HASH_ATTRIBUTE: {"S": request_hash(item)},
             EXPIRES_ATTRIBUTE: {"N": str(now + max(1, round(self.ttl_secs)))},
+            # (a resend whose answer was lost tells its own record by it)
+            TOKEN_ATTRIBUTE: {"S": token},
         }
         return {
             "Put": {
@@ -219,7 +229,9 @@ class IdempotencyRecords:
         if not put.waiting:
             return
         if number_found is None or recorded is None:  # (not a record: something else's item)
-            put.future.set_exception(ItemAlreadyExists(self.record_key(idempotency_key)))
+            put.future.set_exception(
+                ItemAlreadyExists(deserialize(self.record_key(idempotency_key)))
+            )
             return
         number = int(number_found)
         expires = (found or {}).get(EXPIRES_ATTRIBUTE, {}).get("N", "0")
@@ -236,6 +248,14 @@ class IdempotencyRecords:
             put.future.set_exception(
                 IdempotencyKeyReused(idempotency_key, self.counter_key, number)
             )
+
+    @staticmethod
+    def written_by(token: str, reasons: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether one of the records that came back in ``reasons`` (``ALL_OLD``) was
+        written by the transaction whose idempotency token is ``token``."""
+        return any(
+            (reason.get("Item") or {}).get(TOKEN_ATTRIBUTE) == {"S": token} for reason in reasons
+        )
 
     def answer_found(
         self,
@@ -272,9 +292,9 @@ class IdempotencyRecords:
             del self._recent[idempotency_key]
         running = self._in_flight.get(idempotency_key)
         if running is None:
-            task: asyncio.Future[int] = asyncio.ensure_future(call())
+            task: asyncio.Future[int] = asyncio.ensure_future(self._run(idempotency_key, call))
             self._in_flight[idempotency_key] = (task, lambda n: request_hash(item_for(n)))
-            task.add_done_callback(lambda done: self._done(idempotency_key, done))
+            task.add_done_callback(_retrieved)
             number = await asyncio.shield(task)
             if idempotency_key not in self._recent:  # (stored now: its record expires later)
                 ttl = max(1, round(self.ttl_secs))
@@ -283,8 +303,21 @@ class IdempotencyRecords:
                 )
             return number
         first, first_hash = running
-        number = await asyncio.shield(first)
+        try:
+            number = await asyncio.shield(first)
+        except IdempotencyKeyReused:  # the first call's item was not the key's: maybe this one is
+            return await self.once(idempotency_key, item_for, call)
         return self._replayed(idempotency_key, number, first_hash(number), item_for)
+
+    async def _run(self, idempotency_key: str, call: Callable[[], Awaitable[int]]) -> int:
+        """``call``, its key's entry in flight removed as it ends (a call that comes after
+        starts afresh, or finds the key remembered)."""
+        try:
+            return await call()
+        finally:
+            running = self._in_flight.get(idempotency_key)
+            if running is not None and running[0] is asyncio.current_task():
+                del self._in_flight[idempotency_key]
 
     def _replayed(
         self, idempotency_key: str, number: int, recorded: str, item_for: Callable[[int], Item]
@@ -302,8 +335,7 @@ class IdempotencyRecords:
         if len(recent) > RECENT_KEYS:
             recent.popitem(last=False)
 
-    def _done(self, idempotency_key: str, task: asyncio.Future[int]) -> None:
-        if self._in_flight.get(idempotency_key, (None,))[0] is task:
-            del self._in_flight[idempotency_key]
-        if not task.cancelled():
-            task.exception()  # retrieved: its callers, if any are left, raise it
+
+def _retrieved(task: asyncio.Future[int]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: its callers, if any are left, raise it

@@ -245,7 +245,9 @@ class SortKeyCounter(GroupCommitStrategy):
                 1 WCU per KB); any later call with it, from any process, within
                 ``idempotency_ttl_secs``, returns that call's number and writes nothing;
                 concurrent calls with it on this object share one write. After the record
-                expires the key is new again. See docs/web-services.md.
+                expires the key is new again. A put with a key runs to its end in a task of
+                its own: a caller cancelled or timed out leaves it to be stored, and a later
+                call with the key finds it. See docs/web-services.md.
 
         Returns:
             ``n``, the item's sort key (a positive ``int``).
@@ -254,7 +256,7 @@ class SortKeyCounter(GroupCommitStrategy):
             ConfigurationError: bad attributes: not a mapping (such as an item function,
                 which [`TransactionalCounter.put`][aioseq.TransactionalCounter.put] takes), a
                 value with no DynamoDB type, a key attribute, or an item over 400 KB; or a bad
-                ``idempotency_key`` (nothing is written).
+                ``idempotency_key``: `IdempotencyKeyInvalid` (nothing is written).
             IdempotencyKeyReused: ``idempotency_key`` stored other attributes (nothing is
                 written).
             NotSupportedByTable: ``idempotency_key`` on a table with multi-Region strong
@@ -348,8 +350,9 @@ class SortKeyCounter(GroupCommitStrategy):
         items = [
             self._item_for(put.request.request, n) for n, put in zip(numbers, group, strict=True)
         ]
-        keyed, records = self._records.record_puts(group, numbers, items)
-        return _Puts(group, items, numbers, new_token(), keyed, records)
+        token = new_token()
+        keyed, records = self._records.record_puts(group, numbers, items, token)
+        return _Puts(group, items, numbers, token, keyed, records)
 
     def drop_unwanted(self, write: _Puts, maybe_applied: bool) -> bool:
         """Dropped when it cannot have been applied: nobody waits for its items."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
@@ -273,7 +275,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 in the same transaction, a record of the key (2 WCU more); any later call with
                 it, from any process, within ``idempotency_ttl_secs``, returns that call's
                 number and writes nothing; concurrent calls with it on this object share one
-                transaction. After the record expires the key is new again. See
+                transaction. After the record expires the key is new again. A put with a
+                key runs to its end in a task of its own: a caller cancelled or timed out
+                leaves it to be stored, and a later call with the key finds it. See
                 docs/web-services.md.
 
         Returns:
@@ -284,7 +288,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 returned none), a value with no DynamoDB type (a float, NaN, an empty set), a
                 key attribute missing or (in the store's table) of the wrong type, the
                 counter item's key, or over 400 KB; or a bad ``idempotency_key`` (nothing is
-                written, no number is used).
+                written, no number is used; a bad key: `IdempotencyKeyInvalid`).
             IdempotencyKeyReused: ``idempotency_key`` stored another item (nothing is
                 written).
             ValidationFailed: DynamoDB refused the item (what only the server can check, such
@@ -337,14 +341,19 @@ class TransactionalCounter(ConditionalCounterStrategy):
         limits, never two with one key), numbered from the counter's value as last seen, and
         the counter's conditional write; ``None`` when no put waits."""
         table = self.store.table
-        waiting = sum(put.waiting for put in puts)
+        waiting = [put for put in puts if put.waiting]
         if not waiting:  # (its place in the queue is kept for the callers behind)
             return None
-        before = await self._item.ready(min(waiting, limit or MAX_GROUP_SIZE))
+        # The size it queues with is what the transaction will take: those behind predict
+        # from it. A put with an idempotency key takes two of its 100 actions.
+        fitting = list(itertools.accumulate(_actions(put.request) for put in waiting))
+        size = bisect.bisect_right(fitting, MAX_GROUP_SIZE)
+        before = await self._item.ready(min(size, limit or MAX_GROUP_SIZE))
         queued = self._item.limit()  # the size it queued with: those behind predicted it
         if queued is not None:
             limit = queued if limit is None else min(limit, queued)
-            self._top_up(puts, limit - sum(put.waiting for put in puts), _one)
+            room = min(limit - len(waiting), MAX_GROUP_SIZE - fitting[-1])
+            self._top_up(puts, room, _actions)
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None
@@ -371,7 +380,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             for put, item in zip(group, items, strict=True)
         ]
         numbers = self._numbers_of.numbers(write.numbers.start, len(group))
-        keyed, record_puts = self._records.record_puts(group, numbers, items)
+        keyed, record_puts = self._records.record_puts(group, numbers, items, write.token)
         request = {
             "ClientRequestToken": write.token,
             "TransactItems": [counter_update, *item_puts, *record_puts],
@@ -404,6 +413,12 @@ class TransactionalCounter(ConditionalCounterStrategy):
         found = error.cancellation_reasons[0].get("Item") if error.codes else None
         if error.codes[:1] == ["ConditionalCheckFailed"]:
             self._lost.seen(found)  # (tells what became of transactions given up on)
+        records = error.cancellation_reasons[1 + len(write.group) :]
+        if maybe_applied and self._records.written_by(write.counter_write.token, records):
+            # A key's record in the way carries this transaction's token: it was applied.
+            self._lost.recovered_writes(len(write.numbers))
+            self._item.saw(found, known=found is not None)
+            return Settled.APPLIED
         if maybe_applied and error.codes[:1] == ["ConditionalCheckFailed"]:
             applied = self._lost.was_applied(write.counter_write, found)
             if applied:
@@ -475,7 +490,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
         race on the counter is no put's fault: False, after remembering the counter's value
         that came back with it."""
         group, items = write.group, write.items
-        found_stored = bool(self._maybe_stored) and self._found_stored(exc, group, items)
+        found_stored = bool(self._maybe_stored) and self._found_stored(exc, write)
         reasons = exc.cancellation_reasons
         codes = [*exc.codes, *["None"] * (len(group) + 1)]
         if codes[0] == "ConditionalCheckFailed":
@@ -525,15 +540,24 @@ class TransactionalCounter(ConditionalCounterStrategy):
             if put.waiting:
                 maybe_stored[put] = write
 
-    def _found_stored(
-        self, exc: TransactionCanceled, group: list[Put], items: list[dict[str, Any]]
-    ) -> bool:
-        """Whether a put whose earlier transaction stayed unresolved found in its way exactly
-        the item that transaction would have stored (``ALL_OLD``), and that item changes with
-        its number (an item made the same for any number proves nothing). Then that
-        transaction was applied: its puts still waiting get its numbers (True; the rest of
-        ``group`` is regrouped)."""
-        for put, item, reason in zip(group, items, exc.cancellation_reasons[1:], strict=False):
+    def _found_stored(self, exc: TransactionCanceled, write: _Transaction) -> bool:
+        """Whether a put whose earlier transaction stayed unresolved found in its way what
+        that transaction stored (``ALL_OLD``): its key's record, carrying that transaction's
+        token, or exactly the item it would have stored, when that item changes with its
+        number (an item made the same for any number proves nothing). Then that transaction
+        was applied: its puts still waiting get its numbers (True; the rest of ``write`` is
+        regrouped)."""
+        reasons = exc.cancellation_reasons
+        group, items = write.group, write.items
+        records = reasons[1 + len(group) :]
+        for put, record in zip(write.keyed, records, strict=False):
+            earlier = self._maybe_stored.get(put)
+            if earlier is not None and self._records.written_by(
+                earlier.counter_write.token, [record]
+            ):
+                self._resolve(earlier)
+                return True
+        for put, item, reason in zip(group, items, reasons[1:], strict=False):
             earlier = self._maybe_stored.get(put)
             found = reason.get("Item")
             if earlier is None or found is None or reason.get("Code") != "ConditionalCheckFailed":
@@ -541,14 +565,18 @@ class TransactionalCounter(ConditionalCounterStrategy):
             mine = deserialize(earlier.items[earlier.group.index(put)])
             if deserialize(found) != mine or deserialize(item) == mine:
                 continue
-            self._lost.found_applied(earlier.counter_write)
-            self._handed_out(len(earlier.group))
-            for number, stored in zip(earlier.results, earlier.group, strict=True):
-                self._maybe_stored.pop(stored, None)
-                if stored.waiting:
-                    stored.future.set_result(number)
+            self._resolve(earlier)
             return True
         return False
+
+    def _resolve(self, earlier: _Transaction) -> None:
+        """``earlier``, counted as unresolved, was applied: its waiting puts get its numbers."""
+        self._lost.found_applied(earlier.counter_write)
+        self._handed_out(len(earlier.group))
+        for number, stored in zip(earlier.results, earlier.group, strict=True):
+            self._maybe_stored.pop(stored, None)
+            if stored.waiting:
+                stored.future.set_result(number)
 
     def _verdict(self, exc: Exception) -> Verdict:
         """See `counter_write_verdict()`: a transaction that lost the race on the counter
@@ -557,8 +585,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
         return counter_write_verdict(exc, self._item.lost_race)
 
 
-def _one(_: object) -> int:
-    return 1
+def _actions(request: KeyedPut) -> int:
+    """The actions a put takes in a transaction: its item, and its key's record."""
+    return 1 if request.idempotency_key is None else 2
 
 
 @dataclass

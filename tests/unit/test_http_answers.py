@@ -14,6 +14,7 @@ from aioseq import (
     ConnectionFailed,
     CounterValueInvalid,
     EndpointDown,
+    IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
     NumberOutOfRange,
@@ -30,6 +31,7 @@ from aioseq import (
 CASES: list[tuple[AioseqError, int, str]] = [
     (ItemAlreadyExists({"pk": "a"}), 409, "client"),
     (IdempotencyKeyReused("k", "orders", 7), 422, "client"),
+    (IdempotencyKeyInvalid("idempotency_key must be a str of 1 to 255 characters"), 400, "client"),
     (Throttled("slow down"), 503, "retry"),
     (TransactionConflict("conflict"), 503, "retry"),
     (RetriesExhausted(5, Throttled("slow down")), 503, "retry"),

@@ -17,6 +17,7 @@ from aioseq import (
     ConfigurationError,
     DynamoStore,
     GroupCommit,
+    IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
     NotSupportedByTable,
@@ -183,7 +184,7 @@ async def test_a_bad_key_is_refused_before_any_request(fake: FakeDynamoDB, bad: 
     async with await open_store(fake) as store:
         orders = store.transactional_counter("orders")
         sent = fake.requests
-        with pytest.raises(ConfigurationError):
+        with pytest.raises(IdempotencyKeyInvalid):  # (a ConfigurationError)
             await orders.put(order("ada"), idempotency_key=bad)
         assert fake.requests == sent
 
@@ -323,3 +324,64 @@ async def test_an_object_remembers_its_latest_keys_only(
         assert await orders.put(order("a"), idempotency_key="a") == 1  # forgotten: its record
         assert fake.requests["TransactWriteItems"] == sent + 1
         assert orders.statistics().replays == 2
+
+
+async def test_a_matching_call_behind_a_refused_one_gets_its_number(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as one, await open_store(fake) as two:
+        assert await one.transactional_counter("orders").put(order("ada"), idempotency_key="k")
+        orders = two.transactional_counter("orders")
+        refused, matching = await asyncio.gather(
+            orders.put(order("eve"), idempotency_key="k"),  # first: the record refuses it
+            orders.put(order("ada"), idempotency_key="k"),  # shares it, then matches the record
+            return_exceptions=True,
+        )
+        assert isinstance(refused, IdempotencyKeyReused) and matching == 1
+
+
+async def test_a_key_record_resolves_a_transaction_its_ring_cannot() -> None:
+    """A group of a keyed put and a plain one, its answer lost on a server that ignores
+    ``ClientRequestToken``, and 40 writes by another store before it is resent (past the
+    counter's ring of 32): the key's record, carrying the transaction's token, says it was
+    applied. Both puts get their first numbers; neither item is stored twice."""
+    fake = FakeDynamoDB(honour_tokens=False)
+    slow = RetryPolicy(max_attempts=8, initial_backoff_secs=0.2, max_backoff_secs=0.2)
+    mine = DynamoStore(transport=fake, table=TableSpec(TABLE), retry_policy=slow, idle_secs=None)
+    other = DynamoStore(
+        transport=fake, table=TableSpec(TABLE), retry_policy=NO_WAIT, idle_secs=None
+    )
+    lost, others_done = asyncio.Event(), asyncio.Event()
+
+    def ours(params: dict[str, Any]) -> bool:  # the counter, two items and one record
+        return len(params.get("TransactItems", [])) == 4
+
+    def first(params: dict[str, Any]) -> bool:
+        if ours(params):
+            lost.set()
+        return ours(params)
+
+    async with mine, other:
+        await mine.create_table()
+        orders = mine.transactional_counter("orders")
+        assert await orders.put(order("warm")) == 1
+        fake.inject("response-lost", operation="TransactWriteItems", when=first)
+        fake.inject(
+            "reset",
+            operation="TransactWriteItems",
+            when=lambda p: ours(p) and not others_done.is_set(),
+            times=6,
+        )
+
+        async def others() -> None:
+            await lost.wait()
+            for i in range(40):
+                await other.transactional_counter("orders").put(order(f"b{i}"))
+            others_done.set()
+
+        keyed, plain, _ = await asyncio.gather(
+            orders.put(order("keyed"), idempotency_key="k1"), orders.put(order("plain")), others()
+        )
+        stats = orders.statistics()
+    stored = [i["customer"]["S"] for i in fake.items(TABLE) if "customer" in i]
+    assert stored.count("keyed") == 1 and stored.count("plain") == 1
+    assert sorted([keyed, plain]) == [2, 3]
+    assert stats.unresolved == 0 and stats.replays == 0
