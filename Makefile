@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions bench-global-tables soak clean
+.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions bench-global-tables bench-service soak clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -145,6 +145,11 @@ bench-partitions: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 # with multi-Region strong consistency at 0, 10 and 30 % refused writes (~2 minutes).
 bench-global-tables: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	scripts/in-loopback-netns $(BIN)/python -m benchmarks.global_tables --server dynamodb-local $(ARGS)
+
+# The example services over real HTTP (uvicorn --workers 1 and 4, aiohttp): numbered orders against
+# a UUID PutItem, the allocator and an in-memory counter, 128 clients (~5 minutes; service.json, .md, .png).
+bench-service: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	scripts/in-loopback-netns $(BIN)/python -m benchmarks.service --server dynamodb-local $(ARGS)
 
 # Many keys and per-request code: factories per call against held objects, 100,000 keys touched
 # once and dropped idle, against the issue's targets (~15 minutes; docs/benchmarks.md).

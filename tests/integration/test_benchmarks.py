@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from aioseq import DynamoStore
-from benchmarks import defaults, global_tables, guard, hard_days, many_keys
+from benchmarks import defaults, global_tables, guard, hard_days, many_keys, service
 from benchmarks.contention import QUICK, Options, Row, markdown, run
 from benchmarks.defaults import sections
 from benchmarks.variants import (
@@ -519,3 +519,34 @@ async def test_the_global_tables_run_checks_every_row(aioseq_endpoint: str) -> N
     assert all(r["refused_by_table"] > 0 for r in refused)
     header = {"command": "c", "date": "d", "server": "s", "settings": asdict(global_tables.QUICK)}
     assert "| transactional |" in global_tables.markdown({**header, **report})
+
+
+# --- the services over HTTP (python -m benchmarks.service) -----------------------------------
+
+
+@pytest.mark.slow  # ~25 s: two HTTP servers (one of 4 workers) and a load generator, processes
+@pytest.mark.only_on("dynamodb-local")  # the benchmark's machinery, on the server it targets
+async def test_the_service_run_answers_every_route_and_checks_the_orders(
+    aioseq_endpoint: str, tmp_path: Path
+) -> None:
+    settings = replace(service.QUICK, services=("fastapi-4", "aiohttp-1"))
+    report = await service.run(settings, aioseq_endpoint)
+    assert report["ok"], report
+    rows = report["rows"]
+    assert [(r["service"], r["route"]) for r in rows] == [
+        (name, route) for name in settings.services for route in service.ROUTES
+    ]
+    for row in rows:
+        assert row["created"] >= 1 and row["failed"] == 0, row
+        assert 0 < row["p50_ms"] <= row["p99_ms"]
+        if row["route"].startswith("orders"):  # a fresh tenant: its orders are 1..N
+            checks = row["checks"]
+            assert checks["exactly_1_to_n"] and checks["list_newest_20"], row
+            assert checks["counter_current"] == checks["order_items"] == checks["orders"] >= 1
+    assert all(s["tracebacks"] == 0 for s in report["services"].values())
+    header = {"command": "c", "date": "d", "server": "s", "settings": asdict(settings)}
+    header |= {"machine": {"cpu": "cpu", "cores": 2, "python": "3"}}
+    text = service.markdown({**header, "load_at_start": "l", "load_at_end": "l", **report})
+    assert "| aiohttp, 1 process | in-memory counter |" in text and "FAILED" not in text
+    service.plot({**header, **report}, tmp_path / "service.png")
+    assert (tmp_path / "service.png").read_bytes().startswith(b"\x89PNG")
