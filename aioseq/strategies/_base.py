@@ -537,23 +537,30 @@ class ConditionalCounterStrategy(GroupCommitStrategy):
         await super().aclose()
         await self._item.leave()  # a place in the counter's queue nobody will use
 
-    def _top_up(self, batch: list[Waiter[Any, Any]], room: int, size: Callable[[Any], int]) -> None:
-        """Add to ``batch`` the callers waiting in this object's group whose numbers fit in
-        ``room`` (the size its place in the counter's queue was taken for, less what
-        ``batch`` takes): the writers behind predicted that size, and the callers a commit
-        was queued for may have gone (a deadline), so those behind them take their place."""
+    def _top_up(
+        self, batch: list[Waiter[Any, Any]], *budgets: tuple[int, Callable[[Any], int]]
+    ) -> None:
+        """Add to ``batch`` the callers waiting in this object's group that fit every budget
+        ``(room, size)``: first the numbers ``room`` (the size its place in the counter's
+        queue was taken for, less what ``batch`` takes), each caller taking ``size(request)``
+        of it; the writers behind predicted that size, and the callers a commit was queued
+        for may have gone (a deadline), so those behind them take their place. (A second
+        budget: the transactional strategy's actions.)"""
         group = self._group
-        if group is None or room <= 0:
+        if group is None or any(room <= 0 for room, _ in budgets):
             return
-        left = room
+        left = [room for room, _ in budgets]
         callers = sum(w.waiting for w in batch)
 
         def fits(request: Any) -> bool:
-            nonlocal left, callers
-            wanted = size(request)
-            if wanted > left or (group.max_batch is not None and callers >= group.max_batch):
+            nonlocal callers
+            wanted = [size(request) for _, size in budgets]
+            if any(w > room for w, room in zip(wanted, left, strict=True)) or (
+                group.max_batch is not None and callers >= group.max_batch
+            ):
                 return False
-            left -= wanted
+            for i, w in enumerate(wanted):
+                left[i] -= w
             callers += 1
             return True
 

@@ -53,7 +53,12 @@ from aioseq._limits import (
     TOKEN_ATTRIBUTE,
 )
 from aioseq.contracts import Store
-from aioseq.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, ItemAlreadyExists
+from aioseq.errors import (
+    AioseqError,
+    IdempotencyKeyInvalid,
+    IdempotencyKeyReused,
+    ItemAlreadyExists,
+)
 
 __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
@@ -149,7 +154,13 @@ class IdempotencyRecords:
                 f"idempotency_key must be a str of 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters,"
                 f" not {idempotency_key!r:.80}"
             )
-        if len(self._partition_key(idempotency_key).encode()) > MAX_PARTITION_KEY_BYTES:
+        try:
+            size = len(self._partition_key(idempotency_key).encode())
+        except UnicodeEncodeError:  # (a lone surrogate, as JSON can carry)
+            raise IdempotencyKeyInvalid(
+                f"idempotency key {idempotency_key!r:.80} is not valid Unicode"
+            ) from None
+        if size > MAX_PARTITION_KEY_BYTES:
             raise IdempotencyKeyInvalid(
                 f"idempotency key {idempotency_key!r:.80} is too long for counter"
                 f" {self.counter_key!r:.80}: its record's partition key passes"
@@ -292,28 +303,42 @@ class IdempotencyRecords:
             del self._recent[idempotency_key]
         running = self._in_flight.get(idempotency_key)
         if running is None:
-            task: asyncio.Future[int] = asyncio.ensure_future(self._run(idempotency_key, call))
-            self._in_flight[idempotency_key] = (task, lambda n: request_hash(item_for(n)))
+            hash_for = _hash_for(item_for)
+            task: asyncio.Future[int] = asyncio.ensure_future(
+                self._run(idempotency_key, call, hash_for, started)
+            )
+            self._in_flight[idempotency_key] = (task, hash_for)
             task.add_done_callback(_retrieved)
-            number = await asyncio.shield(task)
-            if idempotency_key not in self._recent:  # (stored now: its record expires later)
-                ttl = max(1, round(self.ttl_secs))
-                self._remember(
-                    idempotency_key, number, request_hash(item_for(number)), started + ttl
-                )
-            return number
+            return await asyncio.shield(task)
         first, first_hash = running
         try:
             number = await asyncio.shield(first)
         except IdempotencyKeyReused:  # the first call's item was not the key's: maybe this one is
             return await self.once(idempotency_key, item_for, call)
+        except AioseqError as exc:
+            # Nothing was stored for the first call's item; this call's own item may fare
+            # otherwise (its key free, its item valid).
+            if exc.maybe_applied or _same_item(item_for, first_hash):
+                raise
+            return await self.once(idempotency_key, item_for, call)
         return self._replayed(idempotency_key, number, first_hash(number), item_for)
 
-    async def _run(self, idempotency_key: str, call: Callable[[], Awaitable[int]]) -> int:
-        """``call``, its key's entry in flight removed as it ends (a call that comes after
-        starts afresh, or finds the key remembered)."""
+    async def _run(
+        self,
+        idempotency_key: str,
+        call: Callable[[], Awaitable[int]],
+        hash_for: Callable[[int], str],
+        started: int,
+    ) -> int:
+        """``call``; its number remembered for the key (whoever waits for it), and the key's
+        entry in flight removed as it ends (a call that comes after starts afresh, or finds
+        the key remembered)."""
         try:
-            return await call()
+            number = await call()
+            if idempotency_key not in self._recent:  # (stored now: its record expires later)
+                ttl = max(1, round(self.ttl_secs))
+                self._remember(idempotency_key, number, hash_for(number), started + ttl)
+            return number
         finally:
             running = self._in_flight.get(idempotency_key)
             if running is not None and running[0] is asyncio.current_task():
@@ -334,6 +359,18 @@ class IdempotencyRecords:
         recent.move_to_end(idempotency_key)
         if len(recent) > RECENT_KEYS:
             recent.popitem(last=False)
+
+
+def _hash_for(item_for: Callable[[int], Item]) -> Callable[[int], str]:
+    return lambda n: request_hash(item_for(n))
+
+
+def _same_item(item_for: Callable[[int], Item], hash_for: Callable[[int], str]) -> bool:
+    """Whether ``item_for`` makes the item ``hash_for`` hashes (tried for number 1)."""
+    try:
+        return request_hash(item_for(1)) == hash_for(1)
+    except Exception:  # (an item function that fails: not known to differ)
+        return True
 
 
 def _retrieved(task: asyncio.Future[int]) -> None:

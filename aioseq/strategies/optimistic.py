@@ -161,7 +161,7 @@ class OptimisticCounter(ConditionalCounterStrategy):
         queued = self._item.limit()  # the size it queued with: those behind predicted it
         group = _within(group, queued)
         if queued is not None:
-            self._top_up(takes, queued - _numbers(group), _count)
+            self._top_up(takes, (queued - _numbers(group), _count))
             group = _within([take for take in takes if take.waiting][:limit], queued)
         return _Write(group, self._item.new_write(before, _numbers(group)), self._numbers_of)
 

@@ -352,8 +352,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         queued = self._item.limit()  # the size it queued with: those behind predicted it
         if queued is not None:
             limit = queued if limit is None else min(limit, queued)
-            room = min(limit - len(waiting), MAX_GROUP_SIZE - fitting[-1])
-            self._top_up(puts, room, _actions)
+            # Numbers as queued, one per put; and actions, two per put with a key.
+            self._top_up(
+                puts, (limit - len(waiting), _one), (MAX_GROUP_SIZE - fitting[-1], _actions)
+            )
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None
@@ -583,6 +585,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         (the action at index 0) waits for the writers ahead of it in the counter's queue, or
         is retried at once."""
         return counter_write_verdict(exc, self._item.lost_race)
+
+
+def _one(_: object) -> int:
+    return 1
 
 
 def _actions(request: KeyedPut) -> int:

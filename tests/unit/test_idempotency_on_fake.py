@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from checks import assert_exactly
+from checks import assert_exactly, until
 
 from aioseq import (
     ConfigurationError,
@@ -25,9 +25,12 @@ from aioseq import (
     RetryPolicy,
     TableSpec,
 )
+from aioseq._coalesce import Waiter
 from aioseq.config import EXPIRES_ATTRIBUTE
 from aioseq.strategies import _idempotency as idempotency
-from aioseq.strategies._idempotency import RECORD_PREFIX, request_hash
+from aioseq.strategies._counter_item import TrackedCounterItem
+from aioseq.strategies._idempotency import RECORD_PREFIX, KeyedPut, request_hash
+from aioseq.strategies._recent_writes import CounterState
 from aioseq.testing import FakeDynamoDB, FaultSchedule, SimulatedGlobalTable
 
 TABLE = "aioseq"
@@ -385,3 +388,63 @@ async def test_a_key_record_resolves_a_transaction_its_ring_cannot() -> None:
     assert stored.count("keyed") == 1 and stored.count("plain") == 1
     assert sorted([keyed, plain]) == [2, 3]
     assert stats.unresolved == 0 and stats.replays == 0
+
+
+async def test_a_kept_place_is_filled_by_numbers_within_the_action_budget(
+    fake: FakeDynamoDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit holding a queue place taken for 10 numbers, with 5 plain puts of its own and
+    10 keyed ones waiting behind: it tops up to 10 puts (16 actions), as those behind
+    predicted, not to 7 (a keyed put's two actions counted against the numbers)."""
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        group = orders._group
+        assert group is not None
+        loop = asyncio.get_running_loop()
+        batch = [Waiter(KeyedPut(order(f"p{i}")), loop.create_future()) for i in range(5)]
+        for i in range(10):
+            group.queue.append(Waiter(KeyedPut(order(f"k{i}"), f"k{i}"), loop.create_future()))
+
+        async def ready(self: Any, size: int, **_: Any) -> CounterState:
+            return CounterState()
+
+        monkeypatch.setattr(TrackedCounterItem, "ready", ready)
+        monkeypatch.setattr(TrackedCounterItem, "limit", lambda self: 10)  # queued for 10
+        write = await orders.prepare(batch, None)
+        assert write is not None
+        assert (len(write.group), len(write.request["TransactItems"])) == (10, 16)
+        for waiter in [*batch, *group.queue]:
+            waiter.future.cancel()
+
+
+async def test_a_key_of_a_first_caller_that_left_is_remembered(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        call = asyncio.ensure_future(orders.put(order("a"), idempotency_key="k"))
+        await asyncio.sleep(0)
+        call.cancel()  # the put runs on, in a task of its own
+        await until(lambda: not orders._records._in_flight)
+        sent = fake.requests["TransactWriteItems"]
+        assert await orders.put(order("a"), idempotency_key="k") == 1
+        assert fake.requests["TransactWriteItems"] == sent  # remembered: no request
+
+
+async def test_a_call_behind_a_failed_one_with_another_item_tries_its_own(
+    fake: FakeDynamoDB,
+) -> None:
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders")
+        taken = {"pk": "fixed", "sk": 1}
+        assert await orders.put(taken) == 1
+        failed, mine = await asyncio.gather(
+            orders.put(taken, idempotency_key="k"),  # its item exists: nothing recorded
+            orders.put(order("b"), idempotency_key="k"),  # behind it, with another item
+            return_exceptions=True,
+        )
+        assert isinstance(failed, ItemAlreadyExists) and mine == 2
+
+
+async def test_a_key_that_is_not_unicode_is_invalid(fake: FakeDynamoDB) -> None:
+    async with await open_store(fake) as store:
+        with pytest.raises(IdempotencyKeyInvalid, match="not valid Unicode"):
+            await store.transactional_counter("orders").put(order("a"), idempotency_key="\ud800")
