@@ -90,10 +90,11 @@ def machine() -> dict[str, Any]:
     }
 
 
-def versions() -> dict[str, str | None]:
-    """The installed version of each of :data:`PACKAGES` (``None`` if not installed)."""
+def versions(packages: Sequence[str] = PACKAGES) -> dict[str, str | None]:
+    """The installed version of each of ``packages`` (default :data:`PACKAGES`; ``None`` if
+    not installed)."""
     found: dict[str, str | None] = {}
-    for name in PACKAGES:
+    for name in packages:
         try:
             found[name] = version(name)
         except PackageNotFoundError:

@@ -24,7 +24,16 @@ from aioseq._workload import check_numbers, take_numbers
 from aioseq.testing import serving
 from benchmarks.variants import Place, Variant
 
-__all__ = ["Row", "Share", "fresh_table", "process_pool", "run_row", "run_share", "server"]
+__all__ = [
+    "Row",
+    "Share",
+    "fresh_table",
+    "percentile_ms",
+    "process_pool",
+    "run_row",
+    "run_share",
+    "server",
+]
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -274,7 +283,8 @@ def _short_reason(reason: str) -> str:
     return f"{error}:{','.join(sorted(set(codes.split(','))))}" if codes else error
 
 
-def _percentile_ms(latencies: Sequence[float], q: int) -> float:
+def percentile_ms(latencies: Sequence[float], q: int) -> float:
+    """The ``q``-th percentile of ``latencies`` (seconds), in milliseconds (0 if none)."""
     if not latencies:
         return 0.0
     if len(latencies) == 1:
@@ -364,8 +374,8 @@ async def run_row(
         numbers=taken,
         wall_secs=round(wall, 3),
         numbers_per_s=round(taken / wall, 1),
-        p50_ms=float(f"{_percentile_ms(latencies, 50):.4g}"),
-        p99_ms=float(f"{_percentile_ms(latencies, 99):.4g}"),
+        p50_ms=float(f"{percentile_ms(latencies, 50):.4g}"),
+        p99_ms=float(f"{percentile_ms(latencies, 99):.4g}"),
         requests=dict(requests),
         retries=dict(retries),
         requests_per_number=round(sum(requests.values()) / per, 4),
@@ -386,7 +396,7 @@ async def run_row(
                 "numbers": len(share.numbers),
                 "wall_secs": round(share.wall_secs, 3),
                 "cpu_secs": round(share.cpu_secs, 3),
-                "p99_ms": float(f"{_percentile_ms(share.latencies_secs, 99):.4g}"),
+                "p99_ms": float(f"{percentile_ms(share.latencies_secs, 99):.4g}"),
                 "requests": sum(share.requests.values()),
                 "lost_races": share.conflicts,
             }

@@ -52,12 +52,12 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from aioseq import DynamoStore
 from benchmarks import _report
+from benchmarks.row import fresh_table, percentile_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -315,12 +315,6 @@ class Service:
 # --- the rows ---------------------------------------------------------------------------------
 
 
-def _percentile_ms(latencies: Sequence[float], q: int) -> float:
-    if len(latencies) < 2:
-        return 1000 * latencies[0] if latencies else 0.0
-    return round(1000 * statistics.quantiles(latencies, n=100, method="inclusive")[q - 1], 1)
-
-
 async def _count_orders(store: DynamoStore, tenant: str) -> int:
     """The tenant's order items: a ``Query`` with ``Select=COUNT`` per shard."""
     from examples.orders import ORDER_SHARDS, order_items
@@ -432,8 +426,8 @@ async def row(
         "answered": answered,
         "created": created,
         "per_sec": round(created / load.wall_secs),
-        "p50_ms": _percentile_ms(load.latencies_secs, 50),
-        "p99_ms": _percentile_ms(load.latencies_secs, 99),
+        "p50_ms": round(percentile_ms(load.latencies_secs, 50), 1),
+        "p99_ms": round(percentile_ms(load.latencies_secs, 99), 1),
         "statuses": {str(k): v for k, v in sorted(load.statuses.items())},
         "errors": dict(load.errors),
         "failed": answered - created + sum(load.errors.values()),
@@ -453,11 +447,10 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
     from benchmarks.defaults.bench import server_pid
 
     dynamodb_pid = server_pid(endpoint)
-    table = f"aioseq-bench-service-{uuid.uuid4().hex[:8]}"
     rows: list[dict[str, Any]] = []
     stopped: dict[str, dict[str, Any]] = {}
-    async with DynamoStore.open(table=table, endpoint_url=endpoint) as inspector:
-        await inspector.create_table()
+    async with fresh_table(endpoint) as inspector:
+        table = inspector.table.name
         with tempfile.TemporaryDirectory(prefix="aioseq-bench-service-") as logs:
             services = [Service(name, endpoint, table, Path(logs)) for name in s.services]
             spawn = multiprocessing.get_context("spawn")
@@ -480,10 +473,9 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
             finally:
                 for service in services:
                     stopped[service.name] = service.stop()
-        await inspector.delete_table()
     summary = _summary(rows, s)
     return {
-        "http_stack": _http_versions(),
+        "http_stack": _report.versions(HTTP_PACKAGES),
         "services": {
             name: {"label": label, "command": " ".join(command), **stopped[name]}
             for name, (label, command) in SERVICES.items()
@@ -524,16 +516,6 @@ def _summary(rows: list[dict[str, Any]], s: Settings) -> list[dict[str, Any]]:
                     ratio = figures["per_sec"] / medians[baseline]["per_sec"]
                     figures[f"vs_{baseline}"] = round(ratio, 2)
             found.append(figures)
-    return found
-
-
-def _http_versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for name in HTTP_PACKAGES:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = None
     return found
 
 

@@ -85,6 +85,11 @@ class KeyedPut:
     request: Any
     idempotency_key: str | None = None
 
+    @property
+    def actions(self) -> int:
+        """The actions the put takes in a transaction: its item, and its key's record."""
+        return 1 if self.idempotency_key is None else 2
+
 
 def request_hash(item: Mapping[str, Any]) -> str:
     """The SHA-256 (hex) of an item as AttributeValues, without its ``aioseq_token`` (a
@@ -248,17 +253,9 @@ class IdempotencyRecords:
         expires = (found or {}).get(EXPIRES_ATTRIBUTE, {}).get("N", "0")
         self._remember(idempotency_key, number, recorded, int(Decimal(expires)))
         try:
-            same = request_hash(item_for(number)) == recorded
-        except Exception as exc:  # the caller's item function failed: only that caller
+            put.future.set_result(self._replayed(idempotency_key, number, recorded, item_for))
+        except Exception as exc:  # another item, or the caller's item function failed
             put.future.set_exception(exc)
-            return
-        if same:
-            self.replays += 1
-            put.future.set_result(number)
-        else:
-            put.future.set_exception(
-                IdempotencyKeyReused(idempotency_key, self.counter_key, number)
-            )
 
     @staticmethod
     def written_by(token: str, reasons: Sequence[Mapping[str, Any]]) -> bool:

@@ -337,7 +337,7 @@ class SortKeyCounter(GroupCommitStrategy):
         for put in puts:
             if put.waiting and len(group) < most:
                 size += item_size(put.request.request)
-                actions += 2 if put.request.idempotency_key else 1
+                actions += put.request.actions
                 if group and (size > MAX_TRANSACTION_BYTES or actions > MAX_GROUP_SIZE):
                     break
                 group.append(put)

@@ -346,7 +346,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             return None
         # The size it queues with is what the transaction will take: those behind predict
         # from it. A put with an idempotency key takes two of its 100 actions.
-        fitting = list(itertools.accumulate(_actions(put.request) for put in waiting))
+        fitting = list(itertools.accumulate(put.request.actions for put in waiting))
         size = bisect.bisect_right(fitting, MAX_GROUP_SIZE)
         before = await self._item.ready(min(size, limit or MAX_GROUP_SIZE))
         queued = self._item.limit()  # the size it queued with: those behind predicted it
@@ -354,7 +354,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             limit = queued if limit is None else min(limit, queued)
             # Numbers as queued, one per put; and actions, two per put with a key.
             self._top_up(
-                puts, (limit - len(waiting), _one), (MAX_GROUP_SIZE - fitting[-1], _actions)
+                puts, (limit - len(waiting), _one), (MAX_GROUP_SIZE - fitting[-1], _actions_of)
             )
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
@@ -465,7 +465,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             if limit is not None and len(group) >= limit:
                 break
             # An idempotency key adds its record to the transaction (100 actions at most).
-            wanted = 2 if put.request.idempotency_key else 1
+            wanted = put.request.actions
             if actions + wanted > MAX_GROUP_SIZE + 1:
                 break
             value = self._item.check_number(current + len(group) + 1)  # no put gets past it
@@ -591,9 +591,8 @@ def _one(_: object) -> int:
     return 1
 
 
-def _actions(request: KeyedPut) -> int:
-    """The actions a put takes in a transaction: its item, and its key's record."""
-    return 1 if request.idempotency_key is None else 2
+def _actions_of(request: KeyedPut) -> int:
+    return request.actions
 
 
 @dataclass
