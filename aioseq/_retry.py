@@ -42,6 +42,7 @@ __all__ = [
     "RetryEngine",
     "Verdict",
     "Waiting",
+    "applied_at_most_once",
     "is_conflict_reason",
     "is_transient",
     "reason",
@@ -91,6 +92,26 @@ def transient(exc: Exception) -> Verdict:
     """The default classification: transient errors are retried after a backoff, every other
     error fails the call."""
     return Verdict.RETRY if is_transient(exc) else Verdict.FAIL
+
+
+def applied_at_most_once(classify: Classify = transient) -> Classify:
+    """``classify`` for a write that must not be resent once it may have been applied: an
+    error with ``maybe_applied`` (a lost answer, a 5xx) fails the call, whatever ``classify``
+    says; refusals that surely were not applied (throttling, an unreachable endpoint, a
+    failed condition) are classified by ``classify``.
+
+    For a conditional write whose condition another writer can make true again once it was
+    applied (the ABA problem of compare-and-swap): ``SET v = :a IF v = :b``, resent after a
+    lost answer, applies twice if someone moved ``v`` back to ``:b`` in between. The caller
+    treats the error as an outcome it cannot tell.
+    """
+
+    def at_most_once(exc: Exception) -> Verdict:
+        if isinstance(exc, AioseqError) and exc.maybe_applied:
+            return Verdict.FAIL
+        return classify(exc)
+
+    return at_most_once
 
 
 def reason(exc: BaseException) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -9,9 +10,11 @@ from typing import Any
 from aioseq._checks import check_count
 from aioseq._items import number, parse_counter
 from aioseq._limits import NUMBERING_ATTRIBUTE
+from aioseq._retry import applied_at_most_once
 from aioseq.config import MAX_NUMBER
 from aioseq.contracts import Store
 from aioseq.errors import (
+    AioseqError,
     ConditionFailed,
     ConfigurationError,
     CounterValueInvalid,
@@ -21,6 +24,8 @@ from aioseq.numbering import GUARD, Numbering, check_recorded, guard_values, rec
 from aioseq.strategies._base import Strategy
 
 __all__ = ["AtomicCounter"]
+
+log = logging.getLogger("aioseq")
 
 
 class AtomicCounter(Strategy):
@@ -213,9 +218,16 @@ class AtomicCounter(Strategy):
         self, value: dict[str, str], *, expected: dict[str, str], forget_numbering: bool = False
     ) -> bool:
         """``UpdateItem SET #value = :value IF #value = :expected AND #numbering = :numbering``
-        on the counter item (1 WCU; ``forget_numbering``: ``REMOVE #numbering`` too), retried
-        on transient errors. True if it was applied, False if the counter had moved or been
-        renumbered (numbers of the old numbering are not put back under the new one)."""
+        on the counter item (1 WCU; ``forget_numbering``: ``REMOVE #numbering`` too). True if
+        it was applied; False if the counter had moved or been renumbered (numbers of the old
+        numbering are not put back under the new one), or if its fate is unknown.
+
+        Sent at most once past an error that may hide its success (a lost answer, a 5xx):
+        this condition can become true again once the write was applied, as an ``ADD`` of
+        another writer moves the counter from ``:value`` back to ``:expected`` (the ABA
+        problem), and a resend would then move it back a second time, handing that writer's
+        numbers out twice. Such an outcome counts as not applied (False): the numbers stay
+        unused, a gap. Refusals that were surely not applied (throttling) are retried."""
         table = self.store.table
         names, values = guard_values(self._item.numbering)
         update = (
@@ -237,7 +249,20 @@ class AtomicCounter(Strategy):
                 return False
             return True
 
-        return await self._retry(attempt)
+        try:
+            return await self._retry(attempt, applied_at_most_once())
+        except AioseqError as exc:
+            if not exc.maybe_applied:
+                raise
+            log.warning(
+                "counter %r: setting its value back to %s may or may not have been applied"
+                " (%s); not resent, as another writer may have reserved since: counted as not"
+                " done",
+                self.key,
+                value.get("N"),
+                type(exc).__name__,
+            )
+            return False
 
     async def last_number(self) -> int:
         """The last number reserved on the counter by anyone: the counter item's value as a
@@ -270,9 +295,16 @@ class AtomicCounter(Strategy):
                 [`next_many()`][aioseq.AtomicCounter.next_many] returned them (step 1; under a
                 store's ``regions=``, the Region's stride).
 
+        Sent at most once past an error that may hide its success (a lost answer, a 5xx):
+        once applied, another writer's ``ADD`` of as many numbers moves the counter back to
+        ``:top``, and a resend would give that writer's numbers back too (handed out twice).
+        Such a give-back counts as not done (False): its numbers may stay unused (a gap).
+        Throttling and other refusals that were surely not applied are retried.
+
         Returns:
             True if they were given back (the next ``ADD`` hands them out again), False if the
-            counter has moved on, or its numbering changed (they stay unused).
+            counter has moved on, or its numbering changed, or the answer was lost (they stay
+            unused, as far as this object knows).
 
         Raises:
             ConfigurationError: a bad range. RetriesExhausted, StoreError, StoreClosed; the
