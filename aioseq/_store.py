@@ -928,6 +928,7 @@ class DynamoStore:
         read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
         item = (await self.send_with_retries("get_item", **read)).get("Item")
         if item is None:
+            # Resent after a lost answer: safe, as it creates an item aioseq never deletes.
             try:
                 await self.send_with_retries(
                     "put_item",

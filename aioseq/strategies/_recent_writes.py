@@ -162,7 +162,11 @@ class CounterWrite:
         `aioseq.strategies._turn`): empty (``attribute_not_exists(#turn[0])``), or headed by
         the entry ``before`` has first, which the write then removes; ``whole_queue``: the
         queue exactly as ``before`` (a ``PutItem`` replaces it whole); none for a write that
-        is not `queued`."""
+        is not `queued`.
+
+        Resent after a lost answer: safe, as no writer can make it true again once it was
+        applied: ``#writes`` only grows (every such write adds 1, and nothing of aioseq's
+        lowers or removes it), and the counter item it creates is never deleted."""
         before = self.before
         if not before.exists:
             return {

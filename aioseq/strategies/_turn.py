@@ -414,7 +414,12 @@ class Turn:
     async def _remove(self, entries: Sequence[tuple[int, str]]) -> tuple[bool, Item]:
         """``REMOVE #turn[i], ... IF #turn[i] = :entry AND ...`` (one ``UpdateItem``): whether
         ``entries`` (index, entry) were removed, and the counter item after (``ALL_NEW``), or
-        as it is when one was not there (``ALL_OLD``; empty if the item is gone)."""
+        as it is when one was not there (``ALL_OLD``; empty if the item is gone).
+
+        Resent after a lost answer (`_leave_now()`): safe, as its condition names each entry by
+        its token, fresh and random, appended by one enqueue that is never resent (a retry
+        enqueues a new token): once removed, an entry is never there again for a resend to
+        remove, and no other entry matches it."""
         names = {"#turn": TURN_ATTRIBUTE}
         values = {f":e{n}": {"S": e} for n, (_, e) in enumerate(entries)}
         try:

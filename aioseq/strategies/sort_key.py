@@ -361,7 +361,10 @@ class SortKeyCounter(GroupCommitStrategy):
     async def send(self, write: _Puts) -> None:
         """One conditional ``PutItem`` for one put without an idempotency key, else one
         ``TransactWriteItems`` of conditional puts and the keys' records (all or nothing, so
-        the collection stays gapless)."""
+        the collection stays gapless).
+
+        Resent after a lost answer: safe, as each put creates an item that aioseq never
+        deletes (``attribute_not_exists``), so once applied it cannot apply again."""
         table = self.store.table
         condition = {
             "ConditionExpression": "attribute_not_exists(#pk)",

@@ -394,7 +394,11 @@ class TransactionalCounter(ConditionalCounterStrategy):
         return False
 
     async def send(self, write: _Transaction) -> None:
-        """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend)."""
+        """One ``TransactWriteItems`` (the same ``ClientRequestToken`` on every resend).
+
+        Resent after a lost answer: safe, as its counter update's condition cannot become
+        true again once applied (``#writes`` only grows: `CounterWrite.condition()`), nor its
+        puts' (items aioseq never deletes), beyond the token's 10 minutes too."""
         started = self.store.clock.now()
         await self.store.send_once("transact_write_items", **write.request)
         write.secs = self.store.clock.now() - started
