@@ -57,7 +57,7 @@ from aioseq._admin_values import value_for_maximum as value_for_maximum
 from aioseq._checks import check_attribute_name, check_count, check_key, check_table_name
 from aioseq._items import AttributeValue, item_size, number, parse_counter, write_units
 from aioseq._limits import NUMBERING_ATTRIBUTE, PARTITION_WCU_PER_SEC, UPDATED_AT_ATTRIBUTE
-from aioseq._retry import Verdict, is_transient
+from aioseq._retry import Verdict, applied_at_most_once, is_transient
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
@@ -129,6 +129,8 @@ async def _write_within_limit(
     condition: str,
     names: dict[str, str],
     values: dict[str, AttributeValue],
+    *,
+    resend_if_lost: bool = True,
     **params: Any,
 ) -> dict[str, Any]:
     """`_update()` with ``condition`` (to hold where the counter item exists) and the
@@ -136,7 +138,10 @@ async def _write_within_limit(
     ``value`` is checked against it and the request is sent once more, pinned to that
     numbering (2 requests instead of 1, only for counters with a limit of their own). A
     refusal for any other reason raises [`ConditionFailed`][aioseq.errors.ConditionFailed] with the
-    counter item (``ALL_OLD``) for the caller to explain.
+    counter item (``ALL_OLD``) for the caller to explain. ``resend_if_lost=False``: never
+    resent past an error that may hide its success (it is raised, ``maybe_applied``): for a
+    write that may move the counter back, which a resend would do again after other writers
+    took the numbers above it.
 
     Raises:
         NumberOutOfRange: ``value``'s number passes the recorded ``max_value``.
@@ -171,7 +176,8 @@ async def _write_within_limit(
             pinned[":recorded"] = {"S": recorded}  # a limit the value fits: pin it, send again
             raise Repin(str(exc), code=exc.code, operation=exc.operation, item=exc.item) from exc
 
-    return await store.retry.run(attempt, classify=_pin_verdict, counter_key=key)
+    classify = _pin_verdict if resend_if_lost else applied_at_most_once(_pin_verdict)
+    return await store.retry.run(attempt, classify=classify, counter_key=key)
 
 
 def _pin_verdict(exc: Exception) -> Verdict:
@@ -234,10 +240,15 @@ async def set_counter(
     is sent once more with ``aioseq_numbering = :recorded`` in its place (2 requests). With
     ``ReturnValues=ALL_OLD`` for the previous value and
     ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: a refusal learns the value, no 2nd read.
-    Transient errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy]; the
-    write sets a fixed value, so a resend is harmless (after a lost answer, the previous value
-    returned may be ``value`` itself). The ring of recent writes of the optimistic and
-    transactional strategies is left as it is (see the module's docstring).
+    Transient errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy]. Moving
+    forward, the write sets a fixed value and can only raise the counter, so a resend is
+    harmless (after a lost answer, the previous value returned may be ``value`` itself).
+    Moving back (``allow_backward``), a write whose answer was lost is not resent: once applied,
+    writers may take numbers above ``value``, and a resend would hand those out again. It
+    raises instead, with ``maybe_applied``: read the counter
+    ([`describe_counter()`][aioseq.admin.describe_counter]) before trying again. The ring of
+    recent writes of the optimistic and transactional strategies is left as it is (see the
+    module's docstring).
 
     Parameters:
         store: the store whose table holds the counter item.
@@ -251,12 +262,14 @@ async def set_counter(
     Raises:
         ConfigurationError: a bad key or value (nothing sent).
         CounterWouldMoveBack: ``value`` is below the current value and ``allow_backward`` is
-            false; nothing written.
+            false; nothing written, unless ``maybe_applied``: a resend after a lost answer
+            found the counter past ``value``, which the first attempt may have set.
         NumberOutOfRange: ``value``'s number passes the ``max_value`` the counter's numbering
             records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
-        RetriesExhausted, StoreError: as for any request.
+        RetriesExhausted, StoreError: as for any request; with ``allow_backward``, a lost
+            answer (``maybe_applied``: the counter may have been set) is not retried.
     """
     return await _set_counter(store, key, value, allow_backward) or 0
 
@@ -275,6 +288,11 @@ async def _set_counter(store: DynamoStore, key: str, value: int, backward: bool)
             condition,
             {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
             {":value": number(value), ":now": {"S": now()}, **_VALID_VALUES},
+            # Forward, a resend is safe: its condition lets it only raise the counter (to the
+            # same value), and a counter that only rises never hands a number out twice.
+            # Backward, a resend after a lost answer would move the counter back again, below
+            # numbers other writers took since the first attempt was applied: sent once.
+            resend_if_lost=not backward,
             UpdateExpression=_SET_VALUE,
             ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
@@ -282,7 +300,10 @@ async def _set_counter(store: DynamoStore, key: str, value: int, backward: bool)
         current = parse_counter(exc.item, key, spec.value_attribute)  # invalid: raises
         if exc.item is None:  # a server that does not return ALL_OLD
             raise
-        raise CounterWouldMoveBack(key, current, value) from None
+        refused = CounterWouldMoveBack(key, current, value)
+        # A resend refused: the first attempt may have set the value, which others then passed.
+        refused.maybe_applied = exc.maybe_applied
+        raise refused from None
     old = response.get("Attributes")  # ALL_OLD: none when there was no counter item
     return None if old is None else whole_number(old.get(spec.value_attribute)) or 0
 
@@ -327,6 +348,8 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     check_value(value)
     spec = store.table
     try:
+        # Resent after a lost answer: safe, as its condition lets it only raise the counter
+        # (to the same value), and a counter that only rises hands no number out twice.
         await _write_within_limit(
             store,
             key,
@@ -828,6 +851,9 @@ async def set_numbering(
         await store.send_once("update_item", TableName=table.name, Key=counter_key, **params)
         return old
 
+    # Resent after a lost answer: safe, as each attempt reads the counter item again and
+    # builds its write from that: no write is resent on a condition read before the first
+    # was applied (found applied, it renumbers to the same numbering: no change).
     return await store.retry.run(attempt, classify=_renumber_verdict, counter_key=key)
 
 
@@ -879,6 +905,8 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
         )
     new = ScopeRecord(scope, old.numbering).encode()
     if scope != was:
+        # Resent after a lost answer: safe, as ``:old`` cannot be recorded again (a scope only
+        # gains Regions, each in a free slot: checked above), and it moves no counter value.
         try:
             await store.send_with_retries(
                 "update_item",

@@ -426,9 +426,11 @@ async def _set(args: argparse.Namespace) -> int:
         try:
             previous = await admin._set_counter(store, args.key, value, args.allow_backward)
         except CounterWouldMoveBack as exc:
-            raise CounterWouldMoveBack(
+            said = CounterWouldMoveBack(
                 exc.key, exc.current, exc.requested, override="--allow-backward"
-            ) from None
+            )
+            said.maybe_applied = exc.maybe_applied
+            raise said from None
     if previous is None:
         print(f"counter {args.key!r} created at {value} (it did not exist)", file=sys.stderr)
     else:

@@ -268,7 +268,8 @@ class NotSupportedByTable(ConfigurationError):
 
 
 class CounterWouldMoveBack(AioseqError, ValueError):
-    """Setting a counter to a value below its current one was refused (nothing written): the
+    """Setting a counter to a value below its current one was refused (nothing written, unless
+    ``maybe_applied``: an earlier attempt whose answer was lost may have set it): the
     numbers between would be handed out a second time. Pass ``allow_backward=True`` (CLI:
     ``--allow-backward``) to do it anyway, knowing that.
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from checks import SleepHook, assert_distinct
 
 from aioseq import (
     BlockAllocator,
+    ConnectionFailed,
     CounterNotFound,
     CounterWouldMoveBack,
     DynamoStore,
     Numbering,
     NumberingMismatch,
+    RetryPolicy,
     TableSpec,
 )
 from aioseq.admin import (
@@ -59,6 +64,51 @@ async def test_start_after_the_maximum_already_stored(fake_store: DynamoStore) -
     assert await scan_maximum(fake_store, table=TABLE, attribute="sk", segments=2) == 17
     await start_after_maximum(fake_store, "k", table=TABLE, attribute="sk")
     assert await fake_store.atomic_counter("k").next() == 18
+
+
+def sets_the_value(params: dict[str, Any]) -> bool:
+    """The operator's ``SET #value = :value, ...`` of a counter item."""
+    return str(params.get("UpdateExpression", "")).startswith("SET #value = :value, #updated")
+
+
+@pytest.mark.parametrize("backward", [True, False], ids=["backward", "forward"])
+async def test_a_set_whose_answer_was_lost_never_hands_numbers_out_twice(backward: bool) -> None:
+    """``set_counter`` is applied and its answer lost; before a resend, an allocator B
+    reserves 10 numbers above the value set, then C reserves 10. Moving back, the write is not
+    resent (it raises, ``maybe_applied``): a resend would move the counter back below B's
+    block, and C would hand it out again. Moving forward, a resend can only raise the
+    counter: it is resent, and refused, as B has passed the value (``maybe_applied``)."""
+    fake = FakeDynamoDB()
+    policy = RetryPolicy(max_attempts=5, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+    value = 5 if backward else 25
+    async with DynamoStore(transport=fake, retry_policy=policy, idle_secs=None) as store_b:
+        await store_b.create_table()
+        await set_counter(store_b, "k", 20)
+        b = store_b.block_allocator("k", block_size=10, prefetch_at=0)
+        c = BlockAllocator(store_b, "k", block_size=10, prefetch_at=0)
+        from_b: list[int] = []
+
+        async def rival_reserves(secs: float) -> None:  # the operator's backoff
+            if not from_b:
+                from_b.extend([await b.next() for _ in range(10)])
+
+        async with DynamoStore(
+            transport=fake, retry_policy=policy, clock=SleepHook(rival_reserves), idle_secs=None
+        ) as store_a:
+            fake.inject("response-lost", operation="UpdateItem", when=sets_the_value)
+            # Forward, resent: B took 26..35 meanwhile, so the resend is refused.
+            expected = ConnectionFailed if backward else CounterWouldMoveBack
+            with pytest.raises(expected) as caught:
+                await set_counter(store_a, "k", value, allow_backward=backward)
+            assert caught.value.maybe_applied  # (it was applied)
+            sets = sum(1 for sent in fake.sent if sets_the_value(sent.params))
+            if not from_b:
+                from_b.extend([await b.next() for _ in range(10)])
+            from_c = [await c.next() for _ in range(10)]
+            await c.aclose()
+    assert_distinct([*from_b, *from_c])
+    assert sets == (2 if backward else 3)  # (with the set to 20: sent once, or resent)
+    assert from_b[0] == value + 1
 
 
 async def test_set_numbering_moves_past_every_number_handed_out(fake_store: DynamoStore) -> None:
