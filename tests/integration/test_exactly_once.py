@@ -15,9 +15,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from checks import SleepHook, assert_exactly, counter_item
+from checks import SleepHook, assert_distinct, assert_exactly, counter_item
 
 from aioseq import (
+    BlockAllocator,
     CounterStatistics,
     DynamoStore,
     ItemAlreadyExists,
@@ -399,3 +400,41 @@ async def test_a_lost_answer_then_a_transient_cancellation_still_stores_once(
     assert_exactly(numbers, 1, 5)
     assert sorted(await stored_payloads(aioseq_store, "p")) == [1, 2, 3, 4, 5]
     assert proxy.injected == {"response-lost": 1, "transaction-conflict": 1}
+
+
+# --- block allocator -------------------------------------------------------------------------
+
+
+async def test_allocator_give_back_lost_answer_is_not_resent(
+    aioseq_store: DynamoStore, proxy: FaultProxy
+) -> None:
+    """An allocator closes; its give-back (``SET #value = :before IF #value = :top``) is
+    applied and its answer lost. While it waits to resend, another process reserves a block of
+    the size given back, moving the counter back to ``:top``; a resend would apply again and a
+    third process would get that block too. Not resent: the tail counts as wasted, and every
+    number is handed out once."""
+    b = aioseq_store.block_allocator("k", block_size=9, prefetch_at=0)
+    c = BlockAllocator(aioseq_store, "k", block_size=10, prefetch_at=0)
+    from_b: list[int] = []
+
+    async def rival_reserves_while_we_wait(secs: float) -> None:
+        if not from_b:
+            from_b.extend([await b.next() for _ in range(9)])
+
+    policy = RetryPolicy(max_attempts=5)
+    async with await through(
+        proxy, aioseq_store.table, policy, SleepHook(rival_reserves_while_we_wait)
+    ) as store_a:
+        a = store_a.block_allocator("k", block_size=10, prefetch_at=0)
+        assert await a.next() == 1
+        proxy.set_schedule(schedule("response-lost", operations={"UpdateItem"}))
+        await a.aclose()
+    if not from_b:
+        from_b.extend([await b.next() for _ in range(9)])
+    from_c = [await c.next() for _ in range(10)]
+    await c.aclose()
+    assert_distinct([1, *from_b, *from_c])
+    assert proxy.injected == {"response-lost": 1}
+    assert (a.statistics().returned, a.statistics().wasted) == (0, 9)
+    assert from_b == list(range(2, 11))  # the give-back was applied: A's tail, once
+    assert from_c == list(range(11, 21))
