@@ -85,6 +85,8 @@ class BlockAllocator:
     - **Give-back.** ``aclose()`` returns the unused tail of the last block with a conditional
       update (``SET #value = :tail_start - 1 IF #value = :our_top``) that succeeds only if
       nobody reserved after us; otherwise the numbers stay unused and are counted as wasted.
+      Sent at most once past a lost answer (another allocator's block could bring the counter
+      back to ``:our_top`` for a resend to apply twice): its tail then counts as wasted too.
     - **Strides.** Numbers are ``offset + (k - 1) * stride`` for the counter's values
       ``k = 1, 2, ...``: give each independent writer (a region of a global table, with its
       own counter key) its own ``offset`` in ``1..stride`` and their numbers never collide,

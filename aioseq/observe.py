@@ -65,14 +65,16 @@ log = logging.getLogger("aioseq")
 E = TypeVar("E")
 
 #: Why reserved numbers were wasted: ``"skipped"`` to keep a ``next_many`` range contiguous,
-#: ``"abandoned"`` unused at close and not given back, ``"out_of_range"`` past 38 digits (a block
-#: allocator); ``"unresolved"``: a conditional write whose answer was lost, and whose outcome
-#: could no longer be told when it was resent (more writes followed it than the counter item
-#: remembers), so its numbers may have been taken and not handed out (optimistic, gapless);
+#: ``"abandoned"`` unused at close and not given back (another writer had reserved after them,
+#: or the give-back's answer was lost: it may have been applied), ``"out_of_range"`` past 38
+#: digits (a block allocator); ``"unresolved"``: a conditional write whose answer was lost,
+#: and whose outcome could no longer be told when it was resent (more writes followed it than
+#: the counter item remembers), so its numbers may have been taken and not handed out
+#: (optimistic, gapless);
 #: ``"cancelled"``: numbers a block allocator had given to a caller that was cancelled in the
 #: instant between being served and resuming, so it never took them; ``"evicted"``: numbers an
 #: idle block allocator held when its store dropped it and could not give back (another writer
-#: had reserved after them).
+#: had reserved after them, or the give-back's answer was lost).
 WasteReason = Literal["skipped", "abandoned", "out_of_range", "unresolved", "cancelled", "evicted"]
 
 
