@@ -852,13 +852,15 @@ class DynamoStore:
 
     def _refuse(self, replication: Replication, transactions: bool, *, at_home: bool) -> None:
         """Raise `write_refusal()`'s answer for this store (``at_home``: as if in its home
-        Region)."""
+        Region, so away from it not `NotHomeRegion`; its ``home_region=`` still counts as
+        stated, so not `UnsafeGlobalTable` either)."""
+        home = self.home_region
         refusal = write_refusal(
             replication,
             table=self.table.name,
-            region=self.region,
+            region=home if at_home and home is not None else self.region,
             scope=self.region_scope,
-            home_region=None if at_home else self.home_region,
+            home_region=home,
             transactions=transactions,
         )
         if refusal is not None:

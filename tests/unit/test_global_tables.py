@@ -7,6 +7,7 @@ tests/integration/test_global_table_servers.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -294,6 +295,32 @@ async def test_a_home_region_writes_and_the_others_only_read(mrec: SimulatedGlob
     await mrec.settle()
     assert await away.atomic_counter("atomic-k").current() == 1  # reads work away from home
     assert mrec.writers and all(r == {EAST} for r in mrec.writers.values())
+    await home.aclose()
+    await away.aclose()
+
+
+@pytest.mark.parametrize("learn", ["create_table", "check_table", "a transactional put"])
+async def test_a_home_region_store_writes_new_keys_once_it_knows_its_table(
+    mrec: SimulatedGlobalTable, learn: str
+) -> None:
+    """Once the store has read its table (an MREC global table), a new key's counter is made
+    and written in the home Region, by every strategy; away from home the factory still
+    makes it (reads work) and the write is refused."""
+    home = _store(mrec, EAST, home_region=EAST)
+    away = _store(mrec, WEST, home_region=EAST)
+    for store in (home, away):
+        if learn == "create_table":
+            assert not await store.create_table()
+        elif learn == "check_table":
+            await store.check_table()
+        else:
+            with pytest.raises(NotHomeRegion) if store is away else contextlib.nullcontext():
+                assert await _transactional(store, "first") == 1
+        assert (await store.replication()).is_global
+    for strategy, take in STRATEGIES.items():
+        assert await take(home, f"{strategy}-new") == 1
+        with pytest.raises(NotHomeRegion):
+            await take(away, f"{strategy}-new")
     await home.aclose()
     await away.aclose()
 
