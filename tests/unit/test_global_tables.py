@@ -28,7 +28,7 @@ from aioseq.errors import (
     UnsafeGlobalTable,
 )
 from aioseq.regions import write_refusal
-from aioseq.testing import FakeDynamoDB, SimulatedGlobalTable
+from aioseq.testing import FakeDynamoDB, ManualClock, SimulatedGlobalTable
 
 TABLE = "orders-global"
 EAST, WEST = "us-east-1", "eu-west-1"
@@ -203,6 +203,29 @@ async def test_the_hazard_is_real_in_the_simulation(mrec: SimulatedGlobalTable) 
     assert mrec.discarded > 0  # and replication dropped writes, with no error to anyone
     finals = {int(_items(mrec, r)[0]["value"]["N"]) for r in REGIONS}
     assert len(finals) == 1 and finals.pop() < 10  # one count survives, not the sum
+
+
+async def test_the_simulation_replicates_on_the_stores_clock() -> None:
+    """With the stores' ManualClock, a copy lands once that clock has passed its delay
+    (a request at or after its time sees it), and settle() lands the copies still to come."""
+    clock = ManualClock()
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east, west = (
+            _store(table, r, clock=clock, idle_secs=None, home_region=EAST) for r in REGIONS
+        )
+        await east.create_table()
+        assert await east.atomic_counter("k").next() == 1
+        counter = west.atomic_counter("k")
+        await clock.sleep(29)
+        assert not await counter.exists()
+        await clock.sleep(1)
+        assert await counter.current() == 1  # replicated at 30 s on the clock
+        assert await east.atomic_counter("s").next() == 1
+        await table.settle()  # at once, whatever the clock says
+        assert await west.atomic_counter("s").current() == 1
+        assert table.replicated == 2 and clock.now() == 30
+        await east.aclose()
+        await west.aclose()
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
