@@ -149,6 +149,7 @@ class SimulatedGlobalTable:
         # With a clock: the copies to come, (due time, order, source Region, table, key).
         self._due: list[tuple[float, int, str, str, dict[str, Any]]] = []
         self._order = itertools.count()
+        self._landing = asyncio.Lock()  # a request waits for every copy due to land first
         #: MREC: the Regions each item was written from by a client (not by replication),
         #: by ``(table, key)``, the key as JSON of its AttributeValues.
         self.writers: dict[tuple[str, str], set[str]] = {}
@@ -362,9 +363,12 @@ class SimulatedGlobalTable:
         """With a ``clock``: apply the copies whose time has come (``everything``: all), in
         the order they fall due."""
         due = self._due
-        while due and (everything or due[0][0] <= self._now()):
-            _, _, source, table, key = heapq.heappop(due)
-            await self._copy(source, table, key)
+        if not due:
+            return
+        async with self._landing:  # (a copy another request is landing counts as not yet)
+            while due and (everything or due[0][0] <= self._now()):
+                _, _, source, table, key = heapq.heappop(due)
+                await self._copy(source, table, key)
 
     async def _replicate(self, source: str, table: str, key: dict[str, Any]) -> None:
         """Wait the replication delay on the event loop, then `_copy()`."""
