@@ -51,6 +51,7 @@ from aioseq.numbering import (
     ScopeRecord,
     check_recorded,
     recorded_text,
+    scope_kept,
 )
 from aioseq.observe import Observer
 from aioseq.regions import Replication, write_refusal
@@ -867,7 +868,12 @@ class DynamoStore:
             raise refusal
 
     async def check_writes(
-        self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
+        self,
+        key: str,
+        *,
+        transactions: bool = False,
+        numbering: Numbering | None = None,
+        recheck: bool = False,
     ) -> Numbering | None:
         """Raise unless this store may write counter ``key``: every counter calls it before
         its first write (and admin before each write). Under ``regions=``, also checks the
@@ -891,6 +897,10 @@ class DynamoStore:
             numbering: the numbering the writer records in this Region (its share, under
                 ``regions=``); ``None`` (admin): any numbering the key records, and
                 ``stride=1 offset=1`` if it records none.
+            recheck: a later reading for a writer that passed before: a record grown since
+                by Regions in free slots passes (every Region of the store's list keeps its
+                slot, the slots and the numbering stay: this Region's numbers are unchanged;
+                `admin.set_region_scope()`).
 
         Returns:
             Under ``regions=``, the numbering this Region's counter item of ``key`` records
@@ -916,15 +926,18 @@ class DynamoStore:
             return None
         share = numbering or scope.share(region, Numbering())
         record = ScopeRecord(scope, scope.base(region, share))
-        record = await self._claim_scope(key, record, any_numbering=numbering is None)
+        record = await self._claim_scope(
+            key, record, any_numbering=numbering is None, grown=recheck
+        )
         return scope.share(region, record.numbering)
 
     async def _claim_scope(
-        self, key: str, record: ScopeRecord, *, any_numbering: bool
+        self, key: str, record: ScopeRecord, *, any_numbering: bool, grown: bool = False
     ) -> ScopeRecord:
         """Record ``record`` on counter ``key``'s own counter item if nothing is there (a
         create-once put, the only write of that item from any Region), else check it (its
-        scope alone with ``any_numbering``: admin, which moves any counter); the record."""
+        scope alone with ``any_numbering``: admin, which moves any counter; ``grown``: a
+        scope that keeps every Region of ``record``'s in its slot passes); the record."""
         spec = self.table
         item_key = self.scope_record_key(key)
         read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
@@ -943,8 +956,12 @@ class DynamoStore:
             except ConditionFailed as exc:  # another store made it first (or a resend of ours)
                 item = exc.item or (await self.send_with_retries("get_item", **read)).get("Item")
         text = recorded_text(item, key)
-        if any_numbering and text is not None and text.startswith("regions="):
-            record = ScopeRecord(record.scope, ScopeRecord.decode(text).numbering)
+        found = ScopeRecord.decode(text) if text and text.startswith("regions=") else None
+        if found is not None and any_numbering:
+            record = ScopeRecord(record.scope, found.numbering)
+        kept = found is not None and scope_kept(record.scope, found.scope)
+        if found is not None and grown and kept and found.numbering == record.numbering:
+            record = found  # Regions added in free slots since: this Region's numbers stay
         check_recorded(item, key, record)
         if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
             # A counter item with a value: the key was used without regions=.

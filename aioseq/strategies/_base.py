@@ -212,7 +212,10 @@ class Strategy:
         await self.store.clock.sleep(SCOPE_RECHECK_SECS)
         try:
             await self.store.check_writes(
-                self.key, transactions=self._transactions, numbering=self._item.numbering
+                self.key,
+                transactions=self._transactions,
+                numbering=self._item.numbering,
+                recheck=True,
             )
         except NumberingMismatch as exc:
             self._writes_checked = False

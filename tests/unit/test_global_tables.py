@@ -581,3 +581,39 @@ async def test_two_lists_created_at_once_are_caught_by_the_second_reading(
     assert refused == 1  # the Region whose record lost stops; the other goes on
     for store in (east, west):
         await store.aclose()
+
+
+async def test_objects_made_just_before_a_region_is_added_keep_their_numbers() -> None:
+    """A Region added in a free slot (set_region_scope() in eu-west-1) reaches us-east-1 1 s
+    after counter objects there were made and took numbers: they go on through their later
+    readings of the key's record (their Region's slot and numbering did not change), and an
+    allocator's close gives its unused number back."""
+    from aioseq import admin
+
+    clock = ManualClock()
+    old, added = RegionScope((EAST, WEST), 3), RegionScope((EAST, WEST, "ap-south-1"), 3)
+    keys = ("k", "b", "t")
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east, west = (_store(table, r, regions=old, clock=clock, idle_secs=None) for r in REGIONS)
+        await east.create_table()
+        for key in keys:
+            await east.check_writes(key)  # the keys' scope records, written in us-east-1
+        await table.settle()
+        await clock.sleep(1)
+        for key in keys:
+            assert await admin.set_region_scope(west, key, added) == old  # lands at 31 s
+        await clock.sleep(29)
+        counter = east.atomic_counter("k")
+        allocator = east.block_allocator("b", block_size=2, target_refill_interval_secs=None)
+        items = east.transactional_counter("t")
+        first = counter.next(), allocator.next(), items.put(lambda n: {"pk": f"t#{n}", "sk": 0})
+        assert list(await asyncio.gather(*first)) == [1, 1, 1]  # at 30 s: the old record
+        while clock.now() < 600:  # past every later reading of the records
+            await clock.sleep(1)
+        assert [await counter.next() for _ in range(2)] == [4, 7]
+        assert [await allocator.next() for _ in range(2)] == [4, 7]  # a refill: 7, 10
+        assert await items.put(lambda n: {"pk": f"t#{n}", "sk": 0}) == 4
+        await allocator.aclose()
+        assert east.statistics().returned == 1  # 10, given back
+        for store in (east, west):
+            await store.aclose()
