@@ -150,6 +150,7 @@ class SimulatedGlobalTable:
         self._due: list[tuple[float, int, str, str, dict[str, Any]]] = []
         self._order = itertools.count()
         self._landing = asyncio.Lock()  # a request waits for every copy due to land first
+        self._copy_errors: list[Exception] = []  # (raised by settle(), not by a request)
         #: MREC: the Regions each item was written from by a client (not by replication),
         #: by ``(table, key)``, the key as JSON of its AttributeValues.
         self.writers: dict[tuple[str, str], set[str]] = {}
@@ -226,7 +227,8 @@ class SimulatedGlobalTable:
             Exception: the first error a replication met (its storage refused a copy).
         """
         await self._land(everything=True)
-        failed: list[BaseException] = []
+        failed: list[BaseException] = list(self._copy_errors)
+        self._copy_errors.clear()
         while self._pending:
             done = await asyncio.gather(*list(self._pending), return_exceptions=True)
             failed += [e for e in done if isinstance(e, BaseException)]
@@ -368,7 +370,10 @@ class SimulatedGlobalTable:
         async with self._landing:  # (a copy another request is landing counts as not yet)
             while due and (everything or due[0][0] <= self._now()):
                 _, _, source, table, key = heapq.heappop(due)
-                await self._copy(source, table, key)
+                try:
+                    await self._copy(source, table, key)
+                except Exception as exc:  # (a storage's fault): settle() raises it
+                    self._copy_errors.append(exc)
 
     async def _replicate(self, source: str, table: str, key: dict[str, Any]) -> None:
         """Wait the replication delay on the event loop, then `_copy()`."""
