@@ -285,8 +285,9 @@ async def test_a_store_with_another_list_or_none_is_refused(mrec: SimulatedGloba
     east = _store(mrec, EAST, regions=REGIONS)
     assert await east.atomic_counter("k").next() == 1
     reordered = _store(mrec, EAST, regions=[WEST, EAST])
-    with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1"):
+    with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1") as caught:
         await reordered.atomic_counter("k").next()
+    assert "the same Regions in another order" in str(caught.value)  # (their slots differ)
     roomier = _store(mrec, EAST, regions=REGIONS, region_slots=3)
     with pytest.raises(NumberingMismatch):
         await roomier.atomic_counter("k").next()
