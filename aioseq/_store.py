@@ -887,9 +887,9 @@ class DynamoStore:
         the key, one conditional ``PutItem`` that creates it (1 WCU). On a table with
         multi-Region eventual consistency that record is written once per Region at most: two
         stores that both find it missing within the replication delay both pass, whatever
-        their lists; each counter object calls this again
-        ``SCOPE_RECHECK_SECS`` (10 s, `aioseq.strategies._base`) later, and stops
-        writing if replication replaced its record (see docs/global-tables.md).
+        their lists; each counter object calls this again (``recheck=True``) until past
+        the replication lag (``SCOPE_REPLICATION_LAG_SECS``, `aioseq.strategies._base`),
+        and stops writing if replication replaced its record (see docs/global-tables.md).
 
         Parameters:
             key: the counter key (or sort-key collection).

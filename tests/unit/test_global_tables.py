@@ -558,30 +558,89 @@ async def test_admin_in_a_new_region_keeps_the_numbering_shared_out(
         await store.aclose()
 
 
-async def test_two_lists_created_at_once_are_caught_by_the_second_reading(
-    mrec: SimulatedGlobalTable, monkeypatch: pytest.MonkeyPatch
+async def test_two_lists_created_at_once_stop_the_losing_region_once_its_record_lands(
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Two Regions with different lists both create the key's scope record before either
-    copy arrives; last writer wins keeps one, and the objects that created the other stop
-    writing once they read the record again (their first numbers may have collided)."""
-    from aioseq.strategies import _base
+    """Two Regions with different lists take a fresh key's numbers before either's scope
+    record reaches the other; replication takes 30 s, longer than the first readings of the
+    record take. Both hand out numbers, the same ones, until the winning record lands (the
+    window docs/global-tables.md states); the Region whose record lost is refused from its
+    next reading on, logged as an error, and the other goes on."""
+    clock = ManualClock()
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east = _store(table, EAST, regions=[EAST, WEST], clock=clock, idle_secs=None)
+        west = _store(table, WEST, regions=[WEST, EAST], clock=clock, idle_secs=None)
+        await east.create_table()
+        counters = {EAST: east.atomic_counter("k"), WEST: west.atomic_counter("k")}
+        taken: dict[str, list[tuple[float, int]]] = {EAST: [], WEST: []}
+        refused: dict[str, float] = {}
+        with caplog.at_level(logging.ERROR, logger="aioseq"):
+            while clock.now() < 160:
+                for region, counter in counters.items():
+                    try:
+                        taken[region].append((clock.now(), await counter.next()))
+                    except NumberingMismatch:
+                        refused.setdefault(region, clock.now())
+                await clock.sleep(1)
+        assert len(refused) == 1  # the Region whose record lost, for good
+        ((loser, at),) = refused.items()
+        winner = EAST if loser == WEST else WEST
+        assert 30 <= at < 100  # once the winning record landed, not at the window's end
+        assert all(when < at for when, _ in taken[loser])
+        assert taken[winner][-1][0] > at
+        numbers = {region: {n for _, n in found} for region, found in taken.items()}
+        assert numbers[loser] & numbers[winner]  # the window: the same numbers, until then
+        assert any("changed under it" in r.message for r in caplog.records)
+        assert table.discarded >= 1  # last writer wins kept one record
+        for store in (east, west):
+            await store.aclose()
 
-    monkeypatch.setattr(_base, "SCOPE_RECHECK_SECS", 0.1)
-    east = _store(mrec, EAST, regions=[EAST, WEST])
-    west = _store(mrec, WEST, regions=[WEST, EAST])  # the wrong list: its slot is east's
-    a, b = east.atomic_counter("k"), west.atomic_counter("k")
-    assert list(await asyncio.gather(a.next(), b.next())) == [1, 1]  # the hazard, a moment
-    await mrec.settle()
-    await asyncio.sleep(0.3)  # both read the record again
-    refused = 0
-    for counter in (a, b):
-        try:
-            await counter.next()
-        except NumberingMismatch:
-            refused += 1
-    assert refused == 1  # the Region whose record lost stops; the other goes on
-    for store in (east, west):
-        await store.aclose()
+
+async def test_a_failed_reading_of_the_scope_record_is_read_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As above, with every reading of the record failing until the winning record lands
+    (throttled past the stores' retry policy): the readings go on, and the one after it
+    lands refuses the losing Region all the same."""
+    clock = ManualClock()
+    fakes = {r: FakeDynamoDB(region_name=r) for r in REGIONS}
+    few = RetryPolicy(initial_backoff_secs=0.01, max_backoff_secs=0.01, max_attempts=2)
+    async with SimulatedGlobalTable(fakes, replication_delay_secs=30, clock=clock) as table:
+        stores = {
+            region: DynamoStore(
+                transport=table.transport(region),
+                table=TABLE,
+                regions=regions,
+                clock=clock,
+                idle_secs=None,
+                retry_policy=few,
+            )
+            for region, regions in ((EAST, [EAST, WEST]), (WEST, [WEST, EAST]))
+        }
+        await stores[EAST].create_table()
+        for fake in fakes.values():  # every reading after the first check, until 30 s
+            fake.inject(
+                "throttling",
+                operation="GetItem",
+                skip=1,
+                times=1000,
+                when=lambda params: params["Key"]["pk"] == {"S": "k"} and clock.now() < 30,
+            )
+        counters = {region: store.atomic_counter("k") for region, store in stores.items()}
+        refused: set[str] = set()
+        with caplog.at_level(logging.INFO, logger="aioseq"):
+            while clock.now() < 160:
+                for region, counter in counters.items():
+                    try:
+                        await counter.next()
+                    except NumberingMismatch:
+                        refused.add(region)
+                await clock.sleep(1)
+        assert len(refused) == 1  # refused all the same
+        assert sum(fake.injected["throttling"] for fake in fakes.values()) >= 2
+        assert any("reading its Region scope record failed" in r.message for r in caplog.records)
+        for store in stores.values():
+            await store.aclose()
 
 
 async def test_objects_made_just_before_a_region_is_added_keep_their_numbers() -> None:
