@@ -51,6 +51,7 @@ from aioseq.numbering import (
     ScopeRecord,
     check_recorded,
     recorded_text,
+    scope_kept,
 )
 from aioseq.observe import Observer
 from aioseq.regions import Replication, write_refusal
@@ -852,20 +853,27 @@ class DynamoStore:
 
     def _refuse(self, replication: Replication, transactions: bool, *, at_home: bool) -> None:
         """Raise `write_refusal()`'s answer for this store (``at_home``: as if in its home
-        Region)."""
+        Region, so away from it not `NotHomeRegion`; its ``home_region=`` still counts as
+        stated, so not `UnsafeGlobalTable` either)."""
+        home = self.home_region
         refusal = write_refusal(
             replication,
             table=self.table.name,
-            region=self.region,
+            region=home if at_home and home is not None else self.region,
             scope=self.region_scope,
-            home_region=None if at_home else self.home_region,
+            home_region=home,
             transactions=transactions,
         )
         if refusal is not None:
             raise refusal
 
     async def check_writes(
-        self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
+        self,
+        key: str,
+        *,
+        transactions: bool = False,
+        numbering: Numbering | None = None,
+        recheck: bool = False,
     ) -> Numbering | None:
         """Raise unless this store may write counter ``key``: every counter calls it before
         its first write (and admin before each write). Under ``regions=``, also checks the
@@ -879,9 +887,9 @@ class DynamoStore:
         the key, one conditional ``PutItem`` that creates it (1 WCU). On a table with
         multi-Region eventual consistency that record is written once per Region at most: two
         stores that both find it missing within the replication delay both pass, whatever
-        their lists; each counter object calls this again
-        ``SCOPE_RECHECK_SECS`` (10 s, `aioseq.strategies._base`) later, and stops
-        writing if replication replaced its record (see docs/global-tables.md).
+        their lists; each counter object calls this again (``recheck=True``) until past
+        the replication lag (``SCOPE_REPLICATION_LAG_SECS``, `aioseq.strategies._base`),
+        and stops writing if replication replaced its record (see docs/global-tables.md).
 
         Parameters:
             key: the counter key (or sort-key collection).
@@ -889,6 +897,10 @@ class DynamoStore:
             numbering: the numbering the writer records in this Region (its share, under
                 ``regions=``); ``None`` (admin): any numbering the key records, and
                 ``stride=1 offset=1`` if it records none.
+            recheck: a later reading for a writer that passed before: a record grown since
+                by Regions in free slots passes (every Region of the store's list keeps its
+                slot, the slots and the numbering stay: this Region's numbers are unchanged;
+                `admin.set_region_scope()`).
 
         Returns:
             Under ``regions=``, the numbering this Region's counter item of ``key`` records
@@ -914,15 +926,18 @@ class DynamoStore:
             return None
         share = numbering or scope.share(region, Numbering())
         record = ScopeRecord(scope, scope.base(region, share))
-        record = await self._claim_scope(key, record, any_numbering=numbering is None)
+        record = await self._claim_scope(
+            key, record, any_numbering=numbering is None, grown=recheck
+        )
         return scope.share(region, record.numbering)
 
     async def _claim_scope(
-        self, key: str, record: ScopeRecord, *, any_numbering: bool
+        self, key: str, record: ScopeRecord, *, any_numbering: bool, grown: bool = False
     ) -> ScopeRecord:
         """Record ``record`` on counter ``key``'s own counter item if nothing is there (a
         create-once put, the only write of that item from any Region), else check it (its
-        scope alone with ``any_numbering``: admin, which moves any counter); the record."""
+        scope alone with ``any_numbering``: admin, which moves any counter; ``grown``: a
+        scope that keeps every Region of ``record``'s in its slot passes); the record."""
         spec = self.table
         item_key = self.scope_record_key(key)
         read = {"TableName": spec.name, "Key": item_key, "ConsistentRead": True}
@@ -942,8 +957,12 @@ class DynamoStore:
             except ConditionFailed as exc:  # another store made it first (or a resend of ours)
                 item = exc.item or (await self.send_with_retries("get_item", **read)).get("Item")
         text = recorded_text(item, key)
-        if any_numbering and text is not None and text.startswith("regions="):
-            record = ScopeRecord(record.scope, ScopeRecord.decode(text).numbering)
+        found = ScopeRecord.decode(text) if text and text.startswith("regions=") else None
+        if found is not None and any_numbering:
+            record = ScopeRecord(record.scope, found.numbering)
+        kept = found is not None and scope_kept(record.scope, found.scope)
+        if found is not None and grown and kept and found.numbering == record.numbering:
+            record = found  # Regions added in free slots since: this Region's numbers stay
         check_recorded(item, key, record)
         if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
             # A counter item with a value: the key was used without regions=.

@@ -71,6 +71,7 @@ from aioseq.numbering import (
     ScopeRecord,
     decode_recorded,
     recorded_text,
+    scope_kept,
 )
 
 if TYPE_CHECKING:
@@ -862,7 +863,8 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     ``scope``, where no Region's numbers change: every Region of the recorded scope keeps its
     slot, and the count of slots stays. So a Region is added in a free slot (see
     docs/global-tables.md, "Adding a Region"); stores still on the old list are refused at
-    their next new counter object. The numbering the Regions share out stays.
+    their next new counter object, and their objects made before go on (however young). The
+    numbering the Regions share out stays.
 
     DynamoDB calls: the store's write check
     ([`check_writes()`][aioseq.DynamoStore.check_writes]), one strongly consistent ``GetItem``
@@ -897,8 +899,7 @@ async def set_region_scope(store: DynamoStore, key: str, scope: RegionScope) -> 
     if not isinstance(old, ScopeRecord):
         raise ConfigurationError(f"counter {key!r} records no Region scope: nothing to change")
     was = old.scope
-    moved = [r for r in was.regions if r not in scope.regions or scope.slot(r) != was.slot(r)]
-    if moved or scope.slots != was.slots:
+    if not scope_kept(was, scope):
         raise ConfigurationError(
             f"{scope} would change the numbers of {was}: every Region keeps its slot and the"
             " slots stay; nothing was written"

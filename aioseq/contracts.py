@@ -143,11 +143,17 @@ class Store(Protocol):
         its Region's share)."""
 
     async def check_writes(
-        self, key: str, *, transactions: bool = False, numbering: Numbering | None = None
+        self,
+        key: str,
+        *,
+        transactions: bool = False,
+        numbering: Numbering | None = None,
+        recheck: bool = False,
     ) -> Numbering | None:
         """Raise unless counter ``key`` may be written from this store (once per object,
         before its first write; ``transactions``: it sends ``TransactWriteItems``;
-        ``numbering``: the one it records); the numbering the Region's counter item of
+        ``numbering``: the one it records; ``recheck``: a later reading, where a Region
+        scope grown in free slots passes); the numbering the Region's counter item of
         ``key`` records under Region-scoped numbering, else ``None``."""
 
     def adopt(self, made: Managed) -> None:

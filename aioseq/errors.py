@@ -178,8 +178,22 @@ class NumberingMismatch(AioseqError, ValueError):
         self.requested = requested
         super().__init__(
             f"counter {key!r} is numbered {stored.encode()!r}, not {requested.encode()!r};"
-            " no number was taken"
+            f"{_reordered(stored.encode(), requested.encode())} no number was taken"
         )
+
+
+def _reordered(stored: str, requested: str) -> str:
+    """A hint when two Region scope records list the same Regions in another order."""
+    lists = [text.split(" ")[0] for text in (stored, requested)]
+    if not all(text.startswith("regions=") for text in lists) or lists[0] == lists[1]:
+        return ""
+    regions = [text.removeprefix("regions=").split(",") for text in lists]
+    if sorted(regions[0]) != sorted(regions[1]):
+        return ""
+    return (
+        " the same Regions in another order: a Region's slot is its place in the list, so"
+        " every store lists them in the recorded order;"
+    )
 
 
 class UnsafeGlobalTable(ConfigurationError):

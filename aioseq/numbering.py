@@ -374,6 +374,15 @@ def check_recorded(
         raise NumberingMismatch(key, decode_recorded(text), requested)
 
 
+def scope_kept(old: RegionScope, new: RegionScope) -> bool:
+    """Whether ``new`` numbers every Region of ``old`` as ``old`` does: the same count of
+    slots, each Region of ``old`` in its slot (Regions added in free slots only), so no
+    Region's numbers change from one to the other."""
+    return new.slots == old.slots and all(
+        r in new.regions and new.slot(r) == old.slot(r) for r in old.regions
+    )
+
+
 def renumbered_value(value: int, old: Numbering, new: Numbering) -> int:
     """The counter value under ``new`` whose next number is the first one above every number
     ``old`` handed out up to counter value ``value`` (0: none handed out, and 0 stays 0).

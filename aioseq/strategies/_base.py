@@ -35,11 +35,23 @@ R = TypeVar("R")
 log = logging.getLogger("aioseq")
 
 
-#: Seconds after its first write check that a Region-scoped counter object reads its key's
-#: scope record once more. On a table with multi-Region eventual consistency, two stores that
-#: created the record at once (with different lists) both passed; replication keeps one
-#: record within about a second, and the objects of the other stop writing here.
+#: The replication lag, in seconds, that a Region-scoped counter object's readings of its
+#: key's scope record cover. On a table with multi-Region eventual consistency, stores that
+#: create the record at once in several Regions (with different lists) all pass; each created
+#: it before any other copy reached it, so within one lag of the first, and every copy has
+#: landed one lag later. So an object reads the record again until twice this after its first
+#: check; the objects whose record lost stop writing at the reading that sees the winner.
+#: Compare with the table's ``ReplicationLatency`` (CloudWatch).
+SCOPE_REPLICATION_LAG_SECS = 60.0
+#: Seconds from the first check to the first reading after it; each pause then doubles, up to
+#: `SCOPE_RECHECK_SECS`.
+SCOPE_FIRST_RECHECK_SECS = 1.0
+#: The most seconds between two readings of the scope record: how long after the winning
+#: record lands in its Region an object of the losing record may still write.
 SCOPE_RECHECK_SECS = 10.0
+#: Readings in a row that fail (each after the store's retry policy ran out) before an object
+#: stops reading in the background; its next write then reads the record first.
+SCOPE_RECHECK_FAILURES = 6
 
 #: DynamoDB takes at most 4 MB per transaction; keep room for a counter update and framing.
 MAX_TRANSACTION_BYTES = 4_000_000 - 64_000
@@ -157,7 +169,10 @@ class Strategy:
             store, self.key, numbering, self._numbers_of.count_up_to(self.max_value)
         )
         self._writes_checked = False  # store.check_writes() passed for this object
-        self._recheck: asyncio.Task[None] | None = None  # the scope record's second reading
+        self._scope_passed = False  # a check of its key's scope record passed once
+        #: The mismatch a later reading of the scope record found: every write raises it.
+        self._scope_refusal: NumberingMismatch | None = None
+        self._recheck: asyncio.Task[None] | None = None  # the scope record's later readings
         self._checking_writes: asyncio.Future[Numbering | None] | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
@@ -181,14 +196,22 @@ class Strategy:
         """Before this object's first write: may the store write its counter here (a global
         table's Regions; see [`DynamoStore.check_writes()`][aioseq.DynamoStore.check_writes])?
         One check in flight, shared by the callers that come meanwhile (its failure is
-        theirs; the next caller asks again); once passed, never again."""
+        theirs; the next caller asks again); once passed, not again unless a later reading of
+        a Region-scoped key's record (`_recheck_scope()`) asks for it. A mismatch such a
+        reading found is raised with no request."""
+        refused = self._scope_refusal
+        if refused is not None:
+            raise NumberingMismatch(refused.key, refused.stored, refused.requested)
         if self._writes_checked:
             return
         checking = self._checking_writes
         if checking is None:
             checking = asyncio.ensure_future(
                 self.store.check_writes(
-                    self.key, transactions=self._transactions, numbering=self._item.numbering
+                    self.key,
+                    transactions=self._transactions,
+                    numbering=self._item.numbering,
+                    recheck=self._scope_passed,
                 )
             )
             checking.add_done_callback(self._writes_check_done)
@@ -202,25 +225,68 @@ class Strategy:
             self._writes_checked = True
             scoped = checking.result() is not None  # (a Region-scoped key's numbering)
             if scoped and self._recheck is None and not self._closed:
+                self._scope_passed = True
                 self._recheck = asyncio.ensure_future(self._recheck_scope())
 
     async def _recheck_scope(self) -> None:
-        """`SCOPE_RECHECK_SECS` after the first check, read the key's scope record again: if
-        replication replaced it (two Regions created it at once, with different lists), this
-        object goes back to checking before each write, so its next one is refused
-        ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]). One ``GetItem``."""
-        await self.store.clock.sleep(SCOPE_RECHECK_SECS)
-        try:
-            await self.store.check_writes(
-                self.key, transactions=self._transactions, numbering=self._item.numbering
-            )
-        except NumberingMismatch as exc:
-            self._writes_checked = False
-            log.error(
-                "counter %r: its Region scope changed under it; writes refused: %s", self.key, exc
-            )
-        except Exception as exc:  # (not this check's to raise: the next one tells)
-            log.info("counter %r: the second reading of its Region scope failed: %r", self.key, exc)
+        """After the first check passed, read the key's scope record again (one ``GetItem``
+        each, under the store's retry policy): 1 s later, then at pauses doubling up to
+        `SCOPE_RECHECK_SECS`, until a reading at least twice `SCOPE_REPLICATION_LAG_SECS`
+        after the first check passed. Meanwhile this object writes (the window
+        docs/global-tables.md states). A record replication replaced (Regions created it at
+        once with different lists) refuses every write of this object from then on
+        ([`NumberingMismatch`][aioseq.errors.NumberingMismatch], logged as an error); one
+        grown by Regions in free slots passes. After `SCOPE_RECHECK_FAILURES` failed
+        readings in a row, the next write reads the record first."""
+        clock = self.store.clock
+        until = clock.now() + 2 * SCOPE_REPLICATION_LAG_SECS
+        pause, failed = SCOPE_FIRST_RECHECK_SECS, 0
+        while True:
+            await clock.sleep(pause)
+            pause = min(2 * pause, SCOPE_RECHECK_SECS)
+            try:
+                await self.store.check_writes(
+                    self.key,
+                    transactions=self._transactions,
+                    numbering=self._item.numbering,
+                    recheck=True,
+                )
+            except NumberingMismatch as exc:
+                self._scope_refusal = exc
+                self._writes_checked = False
+                log.error(
+                    "counter %r: its Region scope record changed under it; writes refused: %s",
+                    self.key,
+                    exc,
+                )
+                return
+            except StoreClosed:
+                return
+            except Exception as exc:  # (CancelledError is not one: a close ends it)
+                failed += 1
+                if failed < SCOPE_RECHECK_FAILURES:
+                    log.info(
+                        "counter %r: reading its Region scope record failed (%d); again in"
+                        " %g s: %r",
+                        self.key,
+                        failed,
+                        pause,
+                        exc,
+                    )
+                    continue
+                log.warning(
+                    "counter %r: reading its Region scope record failed %d times in a row;"
+                    " its next write reads it first: %r",
+                    self.key,
+                    failed,
+                    exc,
+                )
+                self._recheck = None  # (the next check that passes reads on)
+                self._writes_checked = False
+                return
+            failed = 0
+            if clock.now() >= until:
+                return  # seen unchanged past the replication lag: confirmed
 
     def _handed_out(self, n: int) -> None:
         """Count ``n`` numbers handed out."""

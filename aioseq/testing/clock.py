@@ -13,7 +13,8 @@ class ManualClock:
     sweeps take no real time. Pass it to the store:
     ``DynamoStore(transport=FakeDynamoDB(), clock=ManualClock(), idle_secs=None)``: a task
     that sleeps in a loop, such as the store's idle sweeper, would race the clock ahead (sweep
-    by hand instead).
+    by hand instead). A Region-scoped counter object's readings of its scope record move it
+    on by a few minutes, once.
 
     Parameters:
         now: the time to start at, in seconds.

@@ -28,6 +28,10 @@ endpoint of a global table (AWS: "How DynamoDB global tables work"):
         ...
         await table.settle()   # every replication due has been applied
 
+A delay of seconds or minutes, with no real wait: give the simulation the stores' clock
+(``clock=ManualClock()``, passed to each store too); a copy then lands as the table is next
+used at or after its time on that clock.
+
 Over local servers, pass a transport per Region (a moto server keeps one set of tables per
 Region: one client per Region on one server is one storage per Region).
 """
@@ -36,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import json
 import random
 from collections import Counter
@@ -48,6 +54,7 @@ from aioseq._checks import check_region
 from aioseq._client import open_client
 from aioseq._endpoint import EndpointHealth
 from aioseq._transport import BotocoreTransport, tables_of, translate
+from aioseq.clock import Clock
 from aioseq.contracts import Transport
 from aioseq.errors import ConfigurationError, StoreClosed
 from aioseq.observe import Observer
@@ -80,6 +87,14 @@ class SimulatedGlobalTable:
         conflict_rate: MRSC: the share of item writes refused with
             ``ReplicatedWriteConflictException`` (0 .. 1; default 0).
         seed: the seed of those refusals.
+        clock: the [`Clock`][aioseq.clock.Clock] the replication delay and the writes' times
+            are read from, the stores' own (such as a
+            [`ManualClock`][aioseq.testing.ManualClock]). Default: the event loop's, a task
+            copying each write when its delay has passed. Given a clock, nothing waits: a
+            write's copies land when a request reaches the table (any Region) at or after
+            their time on it, before that request, and
+            [`settle()`][aioseq.testing.SimulatedGlobalTable.settle] lands every copy still
+            to come.
 
     Raises:
         ConfigurationError: not two or three Regions, a bad Region name, MRSC Regions over
@@ -95,6 +110,7 @@ class SimulatedGlobalTable:
         replication_delay_secs: float = 0.05,
         conflict_rate: float = 0.0,
         seed: int = 0,
+        clock: Clock | None = None,
     ) -> None:
         names = list(regions)
         if not 2 <= len(names) <= 3 or len(set(names)) != len(names):
@@ -129,6 +145,12 @@ class SimulatedGlobalTable:
         # One write at a time per item and Region: (region, table, key) -> its lock.
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
         self._pending: set[asyncio.Task[None]] = set()
+        self._clock = clock
+        # With a clock: the copies to come, (due time, order, source Region, table, key).
+        self._due: list[tuple[float, int, str, str, dict[str, Any]]] = []
+        self._order = itertools.count()
+        self._landing = asyncio.Lock()  # a request waits for every copy due to land first
+        self._copy_errors: list[Exception] = []  # (raised by settle(), not by a request)
         #: MREC: the Regions each item was written from by a client (not by replication),
         #: by ``(table, key)``, the key as JSON of its AttributeValues.
         self.writers: dict[tuple[str, str], set[str]] = {}
@@ -198,12 +220,15 @@ class SimulatedGlobalTable:
         return _RegionEndpoint(self, region)  # one per store: a store closes its own
 
     async def settle(self) -> None:
-        """Wait until every replication due has been applied (MREC; at once for MRSC).
+        """Wait until every replication due has been applied (MREC; at once for MRSC); with a
+        ``clock``, apply every copy still to come, whatever its time.
 
         Raises:
             Exception: the first error a replication met (its storage refused a copy).
         """
-        failed: list[BaseException] = []
+        await self._land(everything=True)
+        failed: list[BaseException] = list(self._copy_errors)
+        self._copy_errors.clear()
         while self._pending:
             done = await asyncio.gather(*list(self._pending), return_exceptions=True)
             failed += [e for e in done if isinstance(e, BaseException)]
@@ -232,6 +257,7 @@ class SimulatedGlobalTable:
 
     async def _send(self, region: str, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         storage = self._storage[region]
+        await self._land()
         if operation in ("create_table", "delete_table"):
             return await self._on_every_storage(region, operation, params)
         if self.consistency == "STRONG":
@@ -308,7 +334,7 @@ class SimulatedGlobalTable:
         keys = await self._keys_written(region, params)
         async with self._holding(region, keys):
             response = await self._storage[region].send(operation, params)
-            stamp = (asyncio.get_running_loop().time(), region)
+            stamp = (self._now(), region)
             unprocessed = {
                 (table, _key_text(await self._key_of(region, table, request)))
                 for table, requests in (response.get("UnprocessedItems") or {}).items()
@@ -320,15 +346,43 @@ class SimulatedGlobalTable:
                     continue  # not written: nothing to copy
                 self._written[region][(table, text)] = stamp
                 self.writers.setdefault((table, text), set()).add(region)
+                if self._clock is not None:
+                    due = stamp[0] + self.replication_delay_secs
+                    heapq.heappush(self._due, (due, next(self._order), region, table, key))
+                    continue
                 task = asyncio.ensure_future(self._replicate(region, table, key))
                 self._pending.add(task)
                 task.add_done_callback(self._pending.discard)
         return response
 
+    def _now(self) -> float:
+        """The time now: the ``clock``'s, else the event loop's."""
+        if self._clock is not None:
+            return self._clock.now()
+        return asyncio.get_running_loop().time()
+
+    async def _land(self, *, everything: bool = False) -> None:
+        """With a ``clock``: apply the copies whose time has come (``everything``: all), in
+        the order they fall due."""
+        due = self._due
+        if not due:
+            return
+        async with self._landing:  # (a copy another request is landing counts as not yet)
+            while due and (everything or due[0][0] <= self._now()):
+                _, _, source, table, key = heapq.heappop(due)
+                try:
+                    await self._copy(source, table, key)
+                except Exception as exc:  # (a storage's fault): settle() raises it
+                    self._copy_errors.append(exc)
+
     async def _replicate(self, source: str, table: str, key: dict[str, Any]) -> None:
+        """Wait the replication delay on the event loop, then `_copy()`."""
+        await asyncio.sleep(self.replication_delay_secs)
+        await self._copy(source, table, key)
+
+    async def _copy(self, source: str, table: str, key: dict[str, Any]) -> None:
         """Copy the item (or its absence) from ``source`` to the other Regions, where the copy
         there was written earlier (last writer wins by ``(time, Region)``)."""
-        await asyncio.sleep(self.replication_delay_secs)
         text = _key_text(key)
         async with self._holding(source, [(table, key)]):
             written = self._written[source].get((table, text))

@@ -7,6 +7,7 @@ tests/integration/test_global_table_servers.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +28,7 @@ from aioseq.errors import (
     UnsafeGlobalTable,
 )
 from aioseq.regions import write_refusal
-from aioseq.testing import FakeDynamoDB, SimulatedGlobalTable
+from aioseq.testing import FakeDynamoDB, ManualClock, SimulatedGlobalTable
 
 TABLE = "orders-global"
 EAST, WEST = "us-east-1", "eu-west-1"
@@ -204,6 +205,29 @@ async def test_the_hazard_is_real_in_the_simulation(mrec: SimulatedGlobalTable) 
     assert len(finals) == 1 and finals.pop() < 10  # one count survives, not the sum
 
 
+async def test_the_simulation_replicates_on_the_stores_clock() -> None:
+    """With the stores' ManualClock, a copy lands once that clock has passed its delay
+    (a request at or after its time sees it), and settle() lands the copies still to come."""
+    clock = ManualClock()
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east, west = (
+            _store(table, r, clock=clock, idle_secs=None, home_region=EAST) for r in REGIONS
+        )
+        await east.create_table()
+        assert await east.atomic_counter("k").next() == 1
+        counter = west.atomic_counter("k")
+        await clock.sleep(29)
+        assert not await counter.exists()
+        await clock.sleep(1)
+        assert await counter.current() == 1  # replicated at 30 s on the clock
+        assert await east.atomic_counter("s").next() == 1
+        await table.settle()  # at once, whatever the clock says
+        assert await west.atomic_counter("s").current() == 1
+        assert table.replicated == 2 and clock.now() == 30
+        await east.aclose()
+        await west.aclose()
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 async def test_nothing_stated_every_strategy_is_refused_and_nothing_is_written(
     mrec: SimulatedGlobalTable, strategy: str
@@ -261,8 +285,9 @@ async def test_a_store_with_another_list_or_none_is_refused(mrec: SimulatedGloba
     east = _store(mrec, EAST, regions=REGIONS)
     assert await east.atomic_counter("k").next() == 1
     reordered = _store(mrec, EAST, regions=[WEST, EAST])
-    with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1"):
+    with pytest.raises(NumberingMismatch, match="regions=us-east-1,eu-west-1") as caught:
         await reordered.atomic_counter("k").next()
+    assert "the same Regions in another order" in str(caught.value)  # (their slots differ)
     roomier = _store(mrec, EAST, regions=REGIONS, region_slots=3)
     with pytest.raises(NumberingMismatch):
         await roomier.atomic_counter("k").next()
@@ -294,6 +319,32 @@ async def test_a_home_region_writes_and_the_others_only_read(mrec: SimulatedGlob
     await mrec.settle()
     assert await away.atomic_counter("atomic-k").current() == 1  # reads work away from home
     assert mrec.writers and all(r == {EAST} for r in mrec.writers.values())
+    await home.aclose()
+    await away.aclose()
+
+
+@pytest.mark.parametrize("learn", ["create_table", "check_table", "a transactional put"])
+async def test_a_home_region_store_writes_new_keys_once_it_knows_its_table(
+    mrec: SimulatedGlobalTable, learn: str
+) -> None:
+    """Once the store has read its table (an MREC global table), a new key's counter is made
+    and written in the home Region, by every strategy; away from home the factory still
+    makes it (reads work) and the write is refused."""
+    home = _store(mrec, EAST, home_region=EAST)
+    away = _store(mrec, WEST, home_region=EAST)
+    for store in (home, away):
+        if learn == "create_table":
+            assert not await store.create_table()
+        elif learn == "check_table":
+            await store.check_table()
+        else:
+            with pytest.raises(NotHomeRegion) if store is away else contextlib.nullcontext():
+                assert await _transactional(store, "first") == 1
+        assert (await store.replication()).is_global
+    for strategy, take in STRATEGIES.items():
+        assert await take(home, f"{strategy}-new") == 1
+        with pytest.raises(NotHomeRegion):
+            await take(away, f"{strategy}-new")
     await home.aclose()
     await away.aclose()
 
@@ -507,27 +558,122 @@ async def test_admin_in_a_new_region_keeps_the_numbering_shared_out(
         await store.aclose()
 
 
-async def test_two_lists_created_at_once_are_caught_by_the_second_reading(
-    mrec: SimulatedGlobalTable, monkeypatch: pytest.MonkeyPatch
+async def test_two_lists_created_at_once_stop_the_losing_region_once_its_record_lands(
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Two Regions with different lists both create the key's scope record before either
-    copy arrives; last writer wins keeps one, and the objects that created the other stop
-    writing once they read the record again (their first numbers may have collided)."""
-    from aioseq.strategies import _base
+    """Two Regions with different lists take a fresh key's numbers before either's scope
+    record reaches the other; replication takes 30 s, longer than the first readings of the
+    record take. Both hand out numbers, the same ones, until the winning record lands (the
+    window docs/global-tables.md states); the Region whose record lost is refused from its
+    next reading on, logged as an error, and the other goes on."""
+    clock = ManualClock()
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east = _store(table, EAST, regions=[EAST, WEST], clock=clock, idle_secs=None)
+        west = _store(table, WEST, regions=[WEST, EAST], clock=clock, idle_secs=None)
+        await east.create_table()
+        counters = {EAST: east.atomic_counter("k"), WEST: west.atomic_counter("k")}
+        taken: dict[str, list[tuple[float, int]]] = {EAST: [], WEST: []}
+        refused: dict[str, float] = {}
+        with caplog.at_level(logging.ERROR, logger="aioseq"):
+            while clock.now() < 160:
+                for region, counter in counters.items():
+                    try:
+                        taken[region].append((clock.now(), await counter.next()))
+                    except NumberingMismatch:
+                        refused.setdefault(region, clock.now())
+                await clock.sleep(1)
+        assert len(refused) == 1  # the Region whose record lost, for good
+        ((loser, at),) = refused.items()
+        winner = EAST if loser == WEST else WEST
+        assert 30 <= at < 100  # once the winning record landed, not at the window's end
+        assert all(when < at for when, _ in taken[loser])
+        assert taken[winner][-1][0] > at
+        numbers = {region: {n for _, n in found} for region, found in taken.items()}
+        assert numbers[loser] & numbers[winner]  # the window: the same numbers, until then
+        assert any("changed under it" in r.message for r in caplog.records)
+        assert table.discarded >= 1  # last writer wins kept one record
+        for store in (east, west):
+            await store.aclose()
 
-    monkeypatch.setattr(_base, "SCOPE_RECHECK_SECS", 0.1)
-    east = _store(mrec, EAST, regions=[EAST, WEST])
-    west = _store(mrec, WEST, regions=[WEST, EAST])  # the wrong list: its slot is east's
-    a, b = east.atomic_counter("k"), west.atomic_counter("k")
-    assert list(await asyncio.gather(a.next(), b.next())) == [1, 1]  # the hazard, a moment
-    await mrec.settle()
-    await asyncio.sleep(0.3)  # both read the record again
-    refused = 0
-    for counter in (a, b):
-        try:
-            await counter.next()
-        except NumberingMismatch:
-            refused += 1
-    assert refused == 1  # the Region whose record lost stops; the other goes on
-    for store in (east, west):
-        await store.aclose()
+
+async def test_a_failed_reading_of_the_scope_record_is_read_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As above, with every reading of the record failing until the winning record lands
+    (throttled past the stores' retry policy): the readings go on, and the one after it
+    lands refuses the losing Region all the same."""
+    clock = ManualClock()
+    fakes = {r: FakeDynamoDB(region_name=r) for r in REGIONS}
+    few = RetryPolicy(initial_backoff_secs=0.01, max_backoff_secs=0.01, max_attempts=2)
+    async with SimulatedGlobalTable(fakes, replication_delay_secs=30, clock=clock) as table:
+        stores = {
+            region: DynamoStore(
+                transport=table.transport(region),
+                table=TABLE,
+                regions=regions,
+                clock=clock,
+                idle_secs=None,
+                retry_policy=few,
+            )
+            for region, regions in ((EAST, [EAST, WEST]), (WEST, [WEST, EAST]))
+        }
+        await stores[EAST].create_table()
+        for fake in fakes.values():  # every reading after the first check, until 30 s
+            fake.inject(
+                "throttling",
+                operation="GetItem",
+                skip=1,
+                times=1000,
+                when=lambda params: params["Key"]["pk"] == {"S": "k"} and clock.now() < 30,
+            )
+        counters = {region: store.atomic_counter("k") for region, store in stores.items()}
+        refused: set[str] = set()
+        with caplog.at_level(logging.INFO, logger="aioseq"):
+            while clock.now() < 160:
+                for region, counter in counters.items():
+                    try:
+                        await counter.next()
+                    except NumberingMismatch:
+                        refused.add(region)
+                await clock.sleep(1)
+        assert len(refused) == 1  # refused all the same
+        assert sum(fake.injected["throttling"] for fake in fakes.values()) >= 2
+        assert any("reading its Region scope record failed" in r.message for r in caplog.records)
+        for store in stores.values():
+            await store.aclose()
+
+
+async def test_objects_made_just_before_a_region_is_added_keep_their_numbers() -> None:
+    """A Region added in a free slot (set_region_scope() in eu-west-1) reaches us-east-1 1 s
+    after counter objects there were made and took numbers: they go on through their later
+    readings of the key's record (their Region's slot and numbering did not change), and an
+    allocator's close gives its unused number back."""
+    from aioseq import admin
+
+    clock = ManualClock()
+    old, added = RegionScope((EAST, WEST), 3), RegionScope((EAST, WEST, "ap-south-1"), 3)
+    keys = ("k", "b", "t")
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east, west = (_store(table, r, regions=old, clock=clock, idle_secs=None) for r in REGIONS)
+        await east.create_table()
+        for key in keys:
+            await east.check_writes(key)  # the keys' scope records, written in us-east-1
+        await table.settle()
+        await clock.sleep(1)
+        for key in keys:
+            assert await admin.set_region_scope(west, key, added) == old  # lands at 31 s
+        await clock.sleep(29)
+        counter = east.atomic_counter("k")
+        allocator = east.block_allocator("b", block_size=2, target_refill_interval_secs=None)
+        items = east.transactional_counter("t")
+        first = counter.next(), allocator.next(), items.put(lambda n: {"pk": f"t#{n}", "sk": 0})
+        assert list(await asyncio.gather(*first)) == [1, 1, 1]  # at 30 s: the old record
+        while clock.now() < 600:  # past every later reading of the records
+            await clock.sleep(1)
+        assert [await counter.next() for _ in range(2)] == [4, 7]
+        assert [await allocator.next() for _ in range(2)] == [4, 7]  # a refill: 7, 10
+        assert await items.put(lambda n: {"pk": f"t#{n}", "sk": 0}) == 4
+        await allocator.aclose()
+        assert east.statistics().returned == 1  # 10, given back
+        for store in (east, west):
+            await store.aclose()
