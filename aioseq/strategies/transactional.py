@@ -24,6 +24,7 @@ from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     ItemAlreadyExists,
+    NumberOutOfRange,
     TransactionCanceled,
     ValidationFailed,
 )
@@ -453,7 +454,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
         self, puts: list[Put], current: int, limit: int | None = None
     ) -> tuple[list[Put], list[dict[str, Any]]]:
         """The waiting puts that go into the next transaction (at most ``limit``), and their
-        items numbered from ``current + 1``. A put whose item cannot be made fails alone."""
+        items numbered from ``current + 1``. A put whose item cannot be made fails alone. The
+        puts past ``max_value`` wait for the next transaction; when not even the first number
+        fits, each waiting put fails alone with `NumberOutOfRange`."""
         group: list[Put] = []
         items: list[dict[str, Any]] = []
         keys: set[tuple[str, ...]] = set()
@@ -468,7 +471,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
             wanted = put.request.actions
             if actions + wanted > MAX_GROUP_SIZE + 1:
                 break
-            value = self._item.check_number(current + len(group) + 1)  # no put gets past it
+            try:
+                value = self._item.check_number(current + len(group) + 1)
+            except NumberOutOfRange as exc:
+                if group:
+                    break  # past max_value: the rest waits, out of range unless these fail
+                put.future.set_exception(exc)  # (nothing fits: each waiting put is refused)
+                continue
             try:
                 item = self._make_item(put.request.request, self._numbers_of.number(value))
             except Exception as exc:  # the caller's item function failed: only that caller

@@ -21,6 +21,7 @@ from aioseq import (
     IdempotencyKeyReused,
     ItemAlreadyExists,
     NotSupportedByTable,
+    NumberOutOfRange,
     RetriesExhausted,
     RetryPolicy,
     TableSpec,
@@ -448,3 +449,47 @@ async def test_a_key_that_is_not_unicode_is_invalid(fake: FakeDynamoDB) -> None:
     async with await open_store(fake) as store:
         with pytest.raises(IdempotencyKeyInvalid, match="not valid Unicode"):
             await store.transactional_counter("orders").put(order("a"), idempotency_key="\ud800")
+
+
+# --- max_value ---------------------------------------------------------------------------------
+
+
+def counter_of(store: DynamoStore, strategy: str, **options: Any) -> Any:
+    if strategy == "transactional":
+        return store.transactional_counter("orders", **options)
+    return store.sort_key_counter("orders", **options)
+
+
+def item_of(strategy: str, name: str) -> Any:
+    return order(name) if strategy == "transactional" else {"customer": name}
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
+@pytest.mark.parametrize("strategy", ["transactional", "sort-key"])
+async def test_a_group_that_straddles_max_value_hands_out_what_fits(
+    fake: FakeDynamoDB, strategy: str, keyed: bool
+) -> None:
+    """The counter at 1, ``max_value=3``, three concurrent puts: two get 2 and 3, the third
+    alone is out of range."""
+    async with await open_store(fake) as store:
+        counter = counter_of(store, strategy, max_value=3)
+        assert await counter.put(item_of(strategy, "first")) == 1
+
+        def key(i: int) -> str | None:
+            return f"k{i}" if keyed else None
+
+        got = await asyncio.gather(
+            *(counter.put(item_of(strategy, f"c{i}"), idempotency_key=key(i)) for i in range(3)),
+            return_exceptions=True,
+        )
+        numbers = sorted(g for g in got if isinstance(g, int))
+        refused = [g for g in got if not isinstance(g, int)]
+        assert numbers == [2, 3], got
+        assert len(refused) == 1 and isinstance(refused[0], NumberOutOfRange), got
+        assert await counter.current() == 3
+        assert sorted(numbered(fake, "orders")) == [1, 2, 3]
+        assert len(records(fake)) == (2 if keyed else 0)
+        if keyed:  # the refused key is free: nothing recorded it
+            (left,) = [f"k{i}" for i, g in enumerate(got) if not isinstance(g, int)]
+            with pytest.raises(NumberOutOfRange):
+                await counter.put(item_of(strategy, "again"), idempotency_key=left)
