@@ -21,7 +21,9 @@ to live deletes it within days; it need not be enabled for this to hold).
 A replay that reaches a group commit cancels the group's transaction (the group is then
 committed without it, one more transaction). So each counter object remembers the last
 `RECENT_KEYS` keys it stored or found, until their records expire (a record never changes
-before then): a replay that comes back to the same process is answered from memory.
+before then): a replay that comes back to the same process is answered from memory. A put
+that finds no number in range (its counter at ``max_value``) reads its key's record (one
+``GetItem``) before it raises ``NumberOutOfRange``: a recorded key still gets its number.
 
 The record's partition key carries the counter key's length, so no two (counter, key) pairs
 share a record, and each record is a partition key of its own: records spread over
@@ -58,6 +60,7 @@ from aioseq.errors import (
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
+    NumberOutOfRange,
 )
 
 __all__ = [
@@ -331,7 +334,15 @@ class IdempotencyRecords:
         entry in flight removed as it ends (a call that comes after starts afresh, or finds
         the key remembered)."""
         try:
-            number = await call()
+            try:
+                number = await call()
+            except NumberOutOfRange:
+                # A recorded key answers before any range check: a replay on a counter at
+                # max_value has no transaction to be canceled by its record, so it reads it.
+                recorded = await self._recorded(idempotency_key, hash_for)
+                if recorded is None:  # (never stored, or expired)
+                    raise
+                number = recorded
             if idempotency_key not in self._recent:  # (stored now: its record expires later)
                 ttl = max(1, round(self.ttl_secs))
                 self._remember(idempotency_key, number, hash_for(number), started + ttl)
@@ -340,6 +351,33 @@ class IdempotencyRecords:
             running = self._in_flight.get(idempotency_key)
             if running is not None and running[0] is asyncio.current_task():
                 del self._in_flight[idempotency_key]
+
+    async def _recorded(self, idempotency_key: str, hash_for: Callable[[int], str]) -> int | None:
+        """The number of ``idempotency_key``'s record, read when its put found no number in
+        range (one strongly consistent ``GetItem``, 1 RCU, under the store's retry policy),
+        if this call's item for it hashes as recorded; ``None`` without a live record.
+
+        Raises:
+            IdempotencyKeyReused: its record holds another item.
+        """
+        response = await self.store.send_with_retries(
+            "get_item",
+            TableName=self.store.table.name,
+            Key=self.record_key(idempotency_key),
+            ConsistentRead=True,
+        )
+        found = response.get("Item") or {}
+        number_found = found.get(RECORDED_NUMBER_ATTRIBUTE, {}).get("N")
+        recorded = found.get(REQUEST_HASH_ATTRIBUTE, {}).get("S")
+        expires = int(Decimal(found.get(EXPIRES_ATTRIBUTE, {}).get("N", "0")))
+        if number_found is None or recorded is None or expires < int(self.epoch_secs()):
+            return None
+        number = int(number_found)
+        self._remember(idempotency_key, number, recorded, expires)
+        if hash_for(number) != recorded:
+            raise IdempotencyKeyReused(idempotency_key, self.counter_key, number)
+        self.replays += 1
+        return number
 
     def _replayed(
         self, idempotency_key: str, number: int, recorded: str, item_for: Callable[[int], Item]

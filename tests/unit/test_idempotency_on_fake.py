@@ -464,6 +464,46 @@ def item_of(strategy: str, name: str) -> Any:
     return order(name) if strategy == "transactional" else {"customer": name}
 
 
+STRATEGIES = [
+    ("transactional", {}),
+    ("transactional", {"group": False}),
+    ("sort-key", {}),
+    ("sort-key", {"group": False}),
+]
+STRATEGY_IDS = ["transactional", "transactional-ungrouped", "sort-key", "sort-key-ungrouped"]
+
+
+@pytest.mark.parametrize(("strategy", "options"), STRATEGIES, ids=STRATEGY_IDS)
+async def test_a_recorded_key_answers_on_a_counter_at_max_value(
+    fake: FakeDynamoDB, strategy: str, options: dict[str, Any]
+) -> None:
+    """The counter at ``max_value``: a replay through another store (which must ask the
+    key's record) gets its number, alone or in a group; a new key is out of range; another
+    item under a used key is the key's reuse. Nothing more is written."""
+    async with await open_store(fake) as one, await open_store(fake) as two:
+        first = counter_of(one, strategy, max_value=2, **options)
+        assert await first.put(item_of(strategy, "ada"), idempotency_key="k1") == 1
+        assert await first.put(item_of(strategy, "bob"), idempotency_key="k2") == 2
+        stored = fake.items(TABLE)
+        again = counter_of(two, strategy, max_value=2, **options)
+        got = await asyncio.gather(
+            again.put(item_of(strategy, "ada"), idempotency_key="k1"),
+            again.put(item_of(strategy, "bob"), idempotency_key="k2"),
+            again.put(item_of(strategy, "cy"), idempotency_key="k3"),
+            again.put(item_of(strategy, "dan")),
+            return_exceptions=True,
+        )
+        assert list(got[:2]) == [1, 2]
+        assert all(isinstance(g, NumberOutOfRange) for g in got[2:]), got
+        with pytest.raises(IdempotencyKeyReused) as raised:
+            await counter_of(two, strategy, max_value=2, **options).put(
+                item_of(strategy, "eve"), idempotency_key="k1"
+            )
+        assert raised.value.number == 1
+        assert again.statistics().replays == 2
+        assert fake.items(TABLE) == stored
+
+
 @pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
 @pytest.mark.parametrize("strategy", ["transactional", "sort-key"])
 async def test_a_group_that_straddles_max_value_hands_out_what_fits(
