@@ -533,3 +533,19 @@ async def test_a_group_that_straddles_max_value_hands_out_what_fits(
             (left,) = [f"k{i}" for i, g in enumerate(got) if not isinstance(g, int)]
             with pytest.raises(NumberOutOfRange):
                 await counter.put(item_of(strategy, "again"), idempotency_key=left)
+
+
+async def test_a_put_past_max_value_takes_the_number_a_failed_put_left(
+    fake: FakeDynamoDB,
+) -> None:
+    """The counter at 2, ``max_value=3``: a group of a put whose item exists and another
+    put; the first fails alone, and the second gets 3 (it waited, it was not refused)."""
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders", max_value=3)
+        taken = {"pk": "fixed", "sk": 1}
+        assert await orders.put(taken) == 1
+        assert await orders.put(order("a")) == 2
+        failed, fits = await asyncio.gather(
+            orders.put(taken), orders.put(order("b")), return_exceptions=True
+        )
+        assert isinstance(failed, ItemAlreadyExists) and fits == 3
