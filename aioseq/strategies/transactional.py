@@ -159,7 +159,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> None:
-        records = IdempotencyRecords(store, key, idempotency_ttl_secs)  # (checked first)
+        item_table = check_table_name(item_table or store.table.name, "item_table")
+        records = IdempotencyRecords(  # (checked first)
+            store, key, idempotency_ttl_secs, item_table=item_table
+        )
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         #: The records of ``put``'s idempotency keys.
         self._records = records
@@ -167,7 +170,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             self, self._retry, self._verdict, handed_out=self._handed_out
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
-        self.item_table = check_table_name(item_table or store.table.name, "item_table")
+        self.item_table = item_table
         self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
         )
