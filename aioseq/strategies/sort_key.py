@@ -263,7 +263,8 @@ class SortKeyCounter(GroupCommitStrategy):
             NotSupportedByTable: ``idempotency_key`` on a table with multi-Region strong
                 consistency, which takes no transactions (nothing is written).
             NumberOutOfRange: the next number is above ``max_value`` or does not fit
-                (nothing is written).
+                (nothing is written; a recorded ``idempotency_key`` gets its number instead,
+                one ``GetItem``; in a group, only the puts past it).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
             StoreError: a request failed in a way that is not retried (its subclass says how).

@@ -302,7 +302,8 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 counter is unchanged; unless ``maybe_applied``: see lost answers above).
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
-                written).
+                written; a recorded ``idempotency_key`` gets its number instead, one
+                ``GetItem``; in a group, only the puts past it).
             RetriesExhausted: lost races or transient errors outlasted the retry policy. If
                 an earlier attempt was applied but its answer was lost (a timeout, a reset)
                 and no resend got through before the policy ran out, the item may be stored:
