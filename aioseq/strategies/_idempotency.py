@@ -7,7 +7,8 @@ field (draft-ietf-httpapi-idempotency-key-header) carries such a key. Here the f
 with a key writes an **idempotency record** in the same ``TransactWriteItems`` as its item:
 
     Put  {pk: "aioseq-idempotency#<len>#<counter key>#<key>", aioseq_number: n,
-          aioseq_request: SHA-256 of the item, aioseq_expires: now + ttl}
+          aioseq_request: SHA-256 of the item (and of its table when that is not the
+          store's), aioseq_expires: now + ttl}
          IF attribute_not_exists(#pk) OR aioseq_expires < :now   (ALL_OLD on failure)
 
 so the record exists exactly when the item does. A later call with the key, from any process,
@@ -21,7 +22,9 @@ to live deletes it within days; it need not be enabled for this to hold).
 A replay that reaches a group commit cancels the group's transaction (the group is then
 committed without it, one more transaction). So each counter object remembers the last
 `RECENT_KEYS` keys it stored or found, until their records expire (a record never changes
-before then): a replay that comes back to the same process is answered from memory.
+before then): a replay that comes back to the same process is answered from memory. A put
+that finds no number in range (its counter at ``max_value``) reads its key's record (one
+``GetItem``) before it raises ``NumberOutOfRange``: a recorded key still gets its number.
 
 The record's partition key carries the counter key's length, so no two (counter, key) pairs
 share a record, and each record is a partition key of its own: records spread over
@@ -58,6 +61,7 @@ from aioseq.errors import (
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
+    NumberOutOfRange,
 )
 
 __all__ = [
@@ -91,11 +95,16 @@ class KeyedPut:
         return 1 if self.idempotency_key is None else 2
 
 
-def request_hash(item: Mapping[str, Any]) -> str:
+def request_hash(item: Mapping[str, Any], *, item_table: str | None = None) -> str:
     """The SHA-256 (hex) of an item as AttributeValues, without its ``aioseq_token`` (a
     fresh one per call): the same for the same item whatever the order of its attributes or
-    of its sets' members."""
-    canonical = {name: _canonical(v) for name, v in item.items() if name != TOKEN_ATTRIBUTE}
+    of its sets' members. With ``item_table`` (an item that goes to another table than the
+    counter's), of the table's name and the item: never the hash of an item alone, so a
+    key used for one table is another request for the other. (Without it, the hash is as
+    records written before the table counted have it.)"""
+    canonical: Any = {name: _canonical(v) for name, v in item.items() if name != TOKEN_ATTRIBUTE}
+    if item_table is not None:
+        canonical = [item_table, canonical]  # (a list: an item alone hashes as an object)
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -126,15 +135,22 @@ class IdempotencyRecords:
         store: the store; records live in its table.
         counter_key: the counter key (or sort-key collection), unscoped.
         ttl_secs: how long a record answers replays, in seconds (> 0).
+        item_table: the table the items go to (default: the store's); another table is
+            part of each record's request hash, so one key cannot answer for both tables.
 
     Raises:
         ConfigurationError: a bad ``ttl_secs``.
     """
 
-    def __init__(self, store: Store, counter_key: str, ttl_secs: float) -> None:
+    def __init__(
+        self, store: Store, counter_key: str, ttl_secs: float, *, item_table: str | None = None
+    ) -> None:
         self.store = store
         self.counter_key = counter_key
         self.ttl_secs = check_seconds(ttl_secs, "idempotency_ttl_secs")
+        # The items' table in their hash when it is not the store's (records written before
+        # it counted, all for the store's table, still match).
+        self._item_table = None if item_table in (None, store.table.name) else item_table
         #: Calls answered with an earlier call's number (a record, or a write in flight).
         self.replays = 0
         #: The wall clock records expire on (epoch seconds, as DynamoDB's time to live reads
@@ -215,7 +231,7 @@ class IdempotencyRecords:
         record = {
             **self.record_key(idempotency_key),
             RECORDED_NUMBER_ATTRIBUTE: {"N": str(number)},
-            REQUEST_HASH_ATTRIBUTE: {"S": request_hash(item)},
+            REQUEST_HASH_ATTRIBUTE: {"S": self.hash_of(item)},
             EXPIRES_ATTRIBUTE: {"N": str(now + max(1, round(self.ttl_secs)))},
             # (a resend whose answer was lost tells its own record by it)
             TOKEN_ATTRIBUTE: {"S": token},
@@ -300,7 +316,7 @@ class IdempotencyRecords:
             del self._recent[idempotency_key]
         running = self._in_flight.get(idempotency_key)
         if running is None:
-            hash_for = _hash_for(item_for)
+            hash_for = self._hash_for(item_for)
             task: asyncio.Future[int] = asyncio.ensure_future(
                 self._run(idempotency_key, call, hash_for, started)
             )
@@ -315,7 +331,7 @@ class IdempotencyRecords:
         except AioseqError as exc:
             # Nothing was stored for the first call's item; this call's own item may fare
             # otherwise (its key free, its item valid).
-            if exc.maybe_applied or _same_item(item_for, first_hash):
+            if exc.maybe_applied or _same_item(self._hash_for(item_for), first_hash):
                 raise
             return await self.once(idempotency_key, item_for, call)
         return self._replayed(idempotency_key, number, first_hash(number), item_for)
@@ -331,7 +347,15 @@ class IdempotencyRecords:
         entry in flight removed as it ends (a call that comes after starts afresh, or finds
         the key remembered)."""
         try:
-            number = await call()
+            try:
+                number = await call()
+            except NumberOutOfRange:
+                # A recorded key answers before any range check: a replay on a counter at
+                # max_value has no transaction to be canceled by its record, so it reads it.
+                recorded = await self._recorded(idempotency_key, hash_for)
+                if recorded is None:  # (never stored, or expired)
+                    raise
+                number = recorded
             if idempotency_key not in self._recent:  # (stored now: its record expires later)
                 ttl = max(1, round(self.ttl_secs))
                 self._remember(idempotency_key, number, hash_for(number), started + ttl)
@@ -341,14 +365,48 @@ class IdempotencyRecords:
             if running is not None and running[0] is asyncio.current_task():
                 del self._in_flight[idempotency_key]
 
+    async def _recorded(self, idempotency_key: str, hash_for: Callable[[int], str]) -> int | None:
+        """The number of ``idempotency_key``'s record, read when its put found no number in
+        range (one strongly consistent ``GetItem``, 1 RCU, under the store's retry policy),
+        if this call's item for it hashes as recorded; ``None`` without a live record.
+
+        Raises:
+            IdempotencyKeyReused: its record holds another item.
+        """
+        response = await self.store.send_with_retries(
+            "get_item",
+            TableName=self.store.table.name,
+            Key=self.record_key(idempotency_key),
+            ConsistentRead=True,
+        )
+        found = response.get("Item") or {}
+        number_found = found.get(RECORDED_NUMBER_ATTRIBUTE, {}).get("N")
+        recorded = found.get(REQUEST_HASH_ATTRIBUTE, {}).get("S")
+        expires = int(Decimal(found.get(EXPIRES_ATTRIBUTE, {}).get("N", "0")))
+        if number_found is None or recorded is None or expires < int(self.epoch_secs()):
+            return None
+        number = int(number_found)
+        self._remember(idempotency_key, number, recorded, expires)
+        if hash_for(number) != recorded:
+            raise IdempotencyKeyReused(idempotency_key, self.counter_key, number)
+        self.replays += 1
+        return number
+
     def _replayed(
         self, idempotency_key: str, number: int, recorded: str, item_for: Callable[[int], Item]
     ) -> int:
         """``number`` if this call's item for it hashes as ``recorded``."""
-        if request_hash(item_for(number)) != recorded:
+        if self.hash_of(item_for(number)) != recorded:
             raise IdempotencyKeyReused(idempotency_key, self.counter_key, number)
         self.replays += 1
         return number
+
+    def hash_of(self, item: Item) -> str:
+        """The request hash of ``item`` (see `request_hash()`): what a record holds."""
+        return request_hash(item, item_table=self._item_table)
+
+    def _hash_for(self, item_for: Callable[[int], Item]) -> Callable[[int], str]:
+        return lambda n: self.hash_of(item_for(n))
 
     def _remember(self, idempotency_key: str, number: int, recorded: str, expires: int) -> None:
         recent = self._recent
@@ -358,14 +416,10 @@ class IdempotencyRecords:
             recent.popitem(last=False)
 
 
-def _hash_for(item_for: Callable[[int], Item]) -> Callable[[int], str]:
-    return lambda n: request_hash(item_for(n))
-
-
-def _same_item(item_for: Callable[[int], Item], hash_for: Callable[[int], str]) -> bool:
-    """Whether ``item_for`` makes the item ``hash_for`` hashes (tried for number 1)."""
+def _same_item(mine: Callable[[int], str], hash_for: Callable[[int], str]) -> bool:
+    """Whether ``mine`` and ``hash_for`` hash the same item (tried for number 1)."""
     try:
-        return request_hash(item_for(1)) == hash_for(1)
+        return mine(1) == hash_for(1)
     except Exception:  # (an item function that fails: not known to differ)
         return True
 

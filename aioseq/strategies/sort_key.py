@@ -23,6 +23,7 @@ from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     CounterValueInvalid,
+    NumberOutOfRange,
     TransactionCanceled,
 )
 from aioseq.formatting import zero_pad
@@ -262,7 +263,8 @@ class SortKeyCounter(GroupCommitStrategy):
             NotSupportedByTable: ``idempotency_key`` on a table with multi-Region strong
                 consistency, which takes no transactions (nothing is written).
             NumberOutOfRange: the next number is above ``max_value`` or does not fit
-                (nothing is written).
+                (nothing is written; a recorded ``idempotency_key`` gets its number instead,
+                one ``GetItem``; in a group, only the puts past it).
             CounterValueInvalid: the collection's highest sort key is not a whole number.
             RetriesExhausted: lost races or transient errors outlasted the retry policy.
             StoreError: a request failed in a way that is not retried (its subclass says how).
@@ -329,7 +331,8 @@ class SortKeyCounter(GroupCommitStrategy):
     async def prepare(self, puts: list[Put], limit: int | None) -> _Puts | None:
         """The next write: the waiting puts in order (up to ``limit``, 100 and ~4 MB), under
         the numbers after the collection's highest (queried when not known); ``None`` when no
-        put waits."""
+        put waits. The puts past ``max_value`` wait for the next write; when not even the
+        first number fits, the group's puts fail with `NumberOutOfRange` (``None``)."""
         most = limit or MAX_GROUP_SIZE
         group: list[Put] = []
         size = 0
@@ -347,9 +350,18 @@ class SortKeyCounter(GroupCommitStrategy):
             self._highest = await self._query_max()
         numbering = self._numbers_of  # its Region's numbers, if scoped (else 1, 2, 3, ...)
         numbers = numbering.numbers(numbering.count_up_to(self._highest) + 1, len(group))
-        items = [
-            self._item_for(put.request.request, n) for n, put in zip(numbers, group, strict=True)
-        ]
+        items: list[Item] = []
+        for n, put in zip(numbers, group, strict=True):
+            try:
+                items.append(self._item_for(put.request.request, n))
+            except NumberOutOfRange as exc:
+                if items:
+                    break  # past max_value: the rest waits, out of range unless these fail
+                for refused in group:  # (nothing fits: each put is refused)
+                    if refused.waiting:
+                        refused.future.set_exception(exc)
+                return None
+        group, numbers = group[: len(items)], numbers[: len(items)]
         token = new_token()
         keyed, records = self._records.record_puts(group, numbers, items, token)
         return _Puts(group, items, numbers, token, keyed, records)

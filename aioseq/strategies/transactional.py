@@ -24,6 +24,7 @@ from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
     ItemAlreadyExists,
+    NumberOutOfRange,
     TransactionCanceled,
     ValidationFailed,
 )
@@ -158,7 +159,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
     ) -> None:
-        records = IdempotencyRecords(store, key, idempotency_ttl_secs)  # (checked first)
+        item_table = check_table_name(item_table or store.table.name, "item_table")
+        records = IdempotencyRecords(  # (checked first)
+            store, key, idempotency_ttl_secs, item_table=item_table
+        )
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         #: The records of ``put``'s idempotency keys.
         self._records = records
@@ -166,7 +170,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
             self, self._retry, self._verdict, handed_out=self._handed_out
         )
         self._group = self._grouper(self._commit, group, largest=MAX_GROUP_SIZE)
-        self.item_table = check_table_name(item_table or store.table.name, "item_table")
+        self.item_table = item_table
         self.item_partition_key = check_attribute_name(
             item_partition_key or store.table.partition_key, "item_partition_key"
         )
@@ -298,7 +302,8 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 counter is unchanged; unless ``maybe_applied``: see lost answers above).
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
-                written).
+                written; a recorded ``idempotency_key`` gets its number instead, one
+                ``GetItem``; in a group, only the puts past it).
             RetriesExhausted: lost races or transient errors outlasted the retry policy. If
                 an earlier attempt was applied but its answer was lost (a timeout, a reset)
                 and no resend got through before the policy ran out, the item may be stored:
@@ -457,7 +462,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
         self, puts: list[Put], current: int, limit: int | None = None
     ) -> tuple[list[Put], list[dict[str, Any]]]:
         """The waiting puts that go into the next transaction (at most ``limit``), and their
-        items numbered from ``current + 1``. A put whose item cannot be made fails alone."""
+        items numbered from ``current + 1``. A put whose item cannot be made fails alone. The
+        puts past ``max_value`` wait for the next transaction; when not even the first number
+        fits, each waiting put fails alone with `NumberOutOfRange`."""
         group: list[Put] = []
         items: list[dict[str, Any]] = []
         keys: set[tuple[str, ...]] = set()
@@ -472,7 +479,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
             wanted = put.request.actions
             if actions + wanted > MAX_GROUP_SIZE + 1:
                 break
-            value = self._item.check_number(current + len(group) + 1)  # no put gets past it
+            try:
+                value = self._item.check_number(current + len(group) + 1)
+            except NumberOutOfRange as exc:
+                if group:
+                    break  # past max_value: the rest waits, out of range unless these fail
+                put.future.set_exception(exc)  # (nothing fits: each waiting put is refused)
+                continue
             try:
                 item = self._make_item(put.request.request, self._numbers_of.number(value))
             except Exception as exc:  # the caller's item function failed: only that caller

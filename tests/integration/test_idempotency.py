@@ -1,7 +1,9 @@
 """Idempotency keys end to end, on moto and DynamoDB Local (issue 34's checks): concurrent calls
 with one key from two stores store one item; through a proxy that loses 20% of the answers,
 callers that call again until answered (and once more) get one number per key and the items
-are exactly 1..N; another item under a used key is refused and writes nothing."""
+are exactly 1..N; another item under a used key is refused and writes nothing; at max_value,
+a recorded key still answers and a group hands out the numbers that fit; a used key on
+another item table is refused."""
 
 from __future__ import annotations
 
@@ -13,7 +15,15 @@ from typing import Any
 import pytest
 from checks import assert_exactly
 
-from aioseq import DynamoStore, GroupCommit, IdempotencyKeyReused, RetriesExhausted, RetryPolicy
+from aioseq import (
+    DynamoStore,
+    GroupCommit,
+    IdempotencyKeyReused,
+    NumberOutOfRange,
+    RetriesExhausted,
+    RetryPolicy,
+    TransactionalCounter,
+)
 from aioseq.strategies._idempotency import RECORD_PREFIX
 from aioseq.testing.fault_proxy import FaultProxy, FaultSchedule
 
@@ -130,3 +140,59 @@ async def test_lost_answers_and_callers_that_call_again(
     assert {stored[first] for first, _ in answers} == {f"c{i}" for i in range(keys)}
     assert all(stored[first] == f"c{i}" for i, (first, _) in enumerate(answers))
     assert sum(i["pk"]["S"].startswith(RECORD_PREFIX) for i in items) == keys
+
+
+def counter_of(store: DynamoStore, strategy: str, **options: Any) -> Any:
+    if strategy == "transactional":
+        return store.transactional_counter("orders", **options)
+    return store.sort_key_counter("orders", **options)
+
+
+def item_of(strategy: str, name: str) -> Any:
+    return order(name) if strategy == "transactional" else {"customer": name}
+
+
+@pytest.mark.parametrize("strategy", ["transactional", "sort-key"])
+async def test_max_value_edges(
+    aioseq_store: DynamoStore, aioseq_endpoint: str, strategy: str
+) -> None:
+    """The counter at 1, ``max_value=3``, three concurrent keyed puts: two get 2 and 3, the
+    third alone is out of range. Then each stored key, replayed through another store, gets
+    its number, though the counter is at ``max_value``."""
+    counter = counter_of(aioseq_store, strategy, max_value=3)
+    assert await counter.put(item_of(strategy, "first"), idempotency_key="k") == 1
+    got = await asyncio.gather(
+        *(counter.put(item_of(strategy, f"c{i}"), idempotency_key=f"k{i}") for i in range(3)),
+        return_exceptions=True,
+    )
+    assert sorted(g for g in got if isinstance(g, int)) == [2, 3], got
+    assert sum(isinstance(g, NumberOutOfRange) for g in got) == 1, got
+    async with DynamoStore.open(
+        table=aioseq_store.table, endpoint_url=aioseq_endpoint, retry_policy=FAST
+    ) as other:
+        again = counter_of(other, strategy, max_value=3)
+        assert await again.put(item_of(strategy, "first"), idempotency_key="k") == 1
+        for i, number in enumerate(got):
+            if isinstance(number, int):
+                assert await again.put(item_of(strategy, f"c{i}"), idempotency_key=f"k{i}") == (
+                    number
+                )
+        with pytest.raises(NumberOutOfRange):
+            await again.put(item_of(strategy, "new"), idempotency_key="new")
+    assert await counter.current() == 3
+    assert len(orders_of(await scan(aioseq_store))) == 3
+
+
+async def test_a_used_key_on_another_item_table_is_refused(aioseq_store: DynamoStore) -> None:
+    items = DynamoStore(aioseq_store.client, f"{aioseq_store.table.name}-items")
+    await items.create_table()
+    try:
+        own = TransactionalCounter(aioseq_store, "docs")
+        elsewhere = TransactionalCounter(aioseq_store, "docs", item_table=items.table.name)
+        assert await own.put(order("ada"), idempotency_key="k1") == 1
+        with pytest.raises(IdempotencyKeyReused):
+            await elsewhere.put(order("ada"), idempotency_key="k1")
+        assert await elsewhere.put(order("bob"), idempotency_key="k2") == 2
+        assert [i["customer"]["S"] for i in orders_of(await scan(items))] == ["bob"]
+    finally:
+        await items.delete_table()

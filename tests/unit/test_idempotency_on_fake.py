@@ -21,9 +21,11 @@ from aioseq import (
     IdempotencyKeyReused,
     ItemAlreadyExists,
     NotSupportedByTable,
+    NumberOutOfRange,
     RetriesExhausted,
     RetryPolicy,
     TableSpec,
+    TransactionalCounter,
 )
 from aioseq._coalesce import Waiter
 from aioseq.config import EXPIRES_ATTRIBUTE
@@ -448,3 +450,146 @@ async def test_a_key_that_is_not_unicode_is_invalid(fake: FakeDynamoDB) -> None:
     async with await open_store(fake) as store:
         with pytest.raises(IdempotencyKeyInvalid, match="not valid Unicode"):
             await store.transactional_counter("orders").put(order("a"), idempotency_key="\ud800")
+
+
+# --- max_value ---------------------------------------------------------------------------------
+
+
+def counter_of(store: DynamoStore, strategy: str, **options: Any) -> Any:
+    if strategy == "transactional":
+        return store.transactional_counter("orders", **options)
+    return store.sort_key_counter("orders", **options)
+
+
+def item_of(strategy: str, name: str) -> Any:
+    return order(name) if strategy == "transactional" else {"customer": name}
+
+
+STRATEGIES = [
+    ("transactional", {}),
+    ("transactional", {"group": False}),
+    ("sort-key", {}),
+    ("sort-key", {"group": False}),
+]
+STRATEGY_IDS = ["transactional", "transactional-ungrouped", "sort-key", "sort-key-ungrouped"]
+
+
+@pytest.mark.parametrize(("strategy", "options"), STRATEGIES, ids=STRATEGY_IDS)
+async def test_a_recorded_key_answers_on_a_counter_at_max_value(
+    fake: FakeDynamoDB, strategy: str, options: dict[str, Any]
+) -> None:
+    """The counter at ``max_value``: a replay through another store (which must ask the
+    key's record) gets its number, alone or in a group; a new key is out of range; another
+    item under a used key is the key's reuse. Nothing more is written."""
+    async with await open_store(fake) as one, await open_store(fake) as two:
+        first = counter_of(one, strategy, max_value=2, **options)
+        assert await first.put(item_of(strategy, "ada"), idempotency_key="k1") == 1
+        assert await first.put(item_of(strategy, "bob"), idempotency_key="k2") == 2
+        stored = fake.items(TABLE)
+        again = counter_of(two, strategy, max_value=2, **options)
+        got = await asyncio.gather(
+            again.put(item_of(strategy, "ada"), idempotency_key="k1"),
+            again.put(item_of(strategy, "bob"), idempotency_key="k2"),
+            again.put(item_of(strategy, "cy"), idempotency_key="k3"),
+            again.put(item_of(strategy, "dan")),
+            return_exceptions=True,
+        )
+        assert list(got[:2]) == [1, 2]
+        assert all(isinstance(g, NumberOutOfRange) for g in got[2:]), got
+        with pytest.raises(IdempotencyKeyReused) as raised:
+            await counter_of(two, strategy, max_value=2, **options).put(
+                item_of(strategy, "eve"), idempotency_key="k1"
+            )
+        assert raised.value.number == 1
+        assert again.statistics().replays == 2
+        assert fake.items(TABLE) == stored
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
+@pytest.mark.parametrize("strategy", ["transactional", "sort-key"])
+async def test_a_group_that_straddles_max_value_hands_out_what_fits(
+    fake: FakeDynamoDB, strategy: str, keyed: bool
+) -> None:
+    """The counter at 1, ``max_value=3``, three concurrent puts: two get 2 and 3, the third
+    alone is out of range."""
+    async with await open_store(fake) as store:
+        counter = counter_of(store, strategy, max_value=3)
+        assert await counter.put(item_of(strategy, "first")) == 1
+
+        def key(i: int) -> str | None:
+            return f"k{i}" if keyed else None
+
+        got = await asyncio.gather(
+            *(counter.put(item_of(strategy, f"c{i}"), idempotency_key=key(i)) for i in range(3)),
+            return_exceptions=True,
+        )
+        numbers = sorted(g for g in got if isinstance(g, int))
+        refused = [g for g in got if not isinstance(g, int)]
+        assert numbers == [2, 3], got
+        assert len(refused) == 1 and isinstance(refused[0], NumberOutOfRange), got
+        assert await counter.current() == 3
+        assert sorted(numbered(fake, "orders")) == [1, 2, 3]
+        assert len(records(fake)) == (2 if keyed else 0)
+        if keyed:  # the refused key is free: nothing recorded it
+            (left,) = [f"k{i}" for i, g in enumerate(got) if not isinstance(g, int)]
+            with pytest.raises(NumberOutOfRange):
+                await counter.put(item_of(strategy, "again"), idempotency_key=left)
+
+
+async def test_a_put_past_max_value_takes_the_number_a_failed_put_left(
+    fake: FakeDynamoDB,
+) -> None:
+    """The counter at 2, ``max_value=3``: a group of a put whose item exists and another
+    put; the first fails alone, and the second gets 3 (it waited, it was not refused)."""
+    async with await open_store(fake) as store:
+        orders = store.transactional_counter("orders", max_value=3)
+        taken = {"pk": "fixed", "sk": 1}
+        assert await orders.put(taken) == 1
+        assert await orders.put(order("a")) == 2
+        failed, fits = await asyncio.gather(
+            orders.put(taken), orders.put(order("b")), return_exceptions=True
+        )
+        assert isinstance(failed, ItemAlreadyExists) and fits == 3
+
+
+# --- the item table ----------------------------------------------------------------------------
+
+
+async def test_a_used_key_on_another_item_table_is_reused_not_a_lost_write(
+    fake: FakeDynamoDB,
+) -> None:
+    """One counter key, one idempotency key, the same item: to the store's table, then to
+    another table. The second is another request (`IdempotencyKeyReused`), not a replay that
+    returns the first number and stores nothing in the other table."""
+    async with await open_store(fake) as store, await open_store(fake) as other:
+        items = DynamoStore(transport=fake, table=TableSpec("items"), idle_secs=None)
+        await items.create_table()
+        own = TransactionalCounter(store, "docs")
+        elsewhere = TransactionalCounter(store, "docs", item_table="items")
+        assert await own.put(order("ada"), idempotency_key="k1") == 1
+        with pytest.raises(IdempotencyKeyReused):
+            await elsewhere.put(order("ada"), idempotency_key="k1")
+        # and the other way round, through the store's factory on another store
+        assert await elsewhere.put(order("bob"), idempotency_key="k2") == 2
+        with pytest.raises(IdempotencyKeyReused):
+            await other.transactional_counter("docs").put(order("bob"), idempotency_key="k2")
+        # a replay to the same table, from another store, still gets its number
+        again = other.transactional_counter("docs-again", item_table="items")
+        assert await again.put(order("cy"), idempotency_key="k3") == 1
+        assert (
+            await TransactionalCounter(store, "docs-again", item_table="items").put(
+                order("cy"), idempotency_key="k3"
+            )
+            == 1
+        )
+        assert sorted(i["customer"]["S"] for i in fake.items("items")) == ["bob", "cy"]
+        assert sorted(numbered(fake, "orders#")) == [1]
+
+
+def test_the_hash_of_an_item_for_the_counters_own_table_is_as_released() -> None:
+    """Records written by released versions (hashed without the table) still match their
+    replays to the counter's own table: the hash of an item there has not changed."""
+    item = {"pk": {"S": "orders#1"}, "sk": {"N": "1"}, "customer": {"S": "ada"}}
+    assert request_hash(item) == (
+        "e4a898b0c3649fcc76f15604043b537ce1e27cb246a1b258b5fe9e9dff9ffbad"
+    )
