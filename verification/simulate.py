@@ -1082,10 +1082,12 @@ def _quiet() -> Iterator[None]:
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
     """Drop what a crashed process left waiting (it never runs again) and close the loop."""
-    tasks = asyncio.all_tasks(loop)
-    for task in tasks:
-        task.cancel()
-    if tasks:
+    for _ in range(10):  # (cancelling one task may start another: a writer's leave)
+        tasks = asyncio.all_tasks(loop)
+        if not tasks:
+            break
+        for task in tasks:
+            task.cancel()
         with contextlib.suppress(BaseException), _quiet():
             loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
     loop.close()
