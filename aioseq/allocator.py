@@ -244,6 +244,8 @@ class BlockAllocator:
         self._counter = AtomicCounter(
             store, key, max_value=last_k, numbering=numbering, adopt=False
         )
+        # Numbers reserved under a numbering that lost are not handed out (counted as waste).
+        self._counter.on_writes_refused = self._abandon_blocks
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size

@@ -173,6 +173,9 @@ class Strategy:
         #: The mismatch a later reading of the scope record found: every write raises it.
         self._scope_refusal: NumberingMismatch | None = None
         self._recheck: asyncio.Task[None] | None = None  # the scope record's later readings
+        #: Called once if this object comes to refuse every write for good (its scope record
+        #: was replaced): an owner holding numbers taken from it must not hand them out.
+        self.on_writes_refused: Callable[[], None] | None = None
         self._checking_writes: asyncio.Future[Numbering | None] | None = None
         self._binding = LoopBinding(f"{type(self).__name__}({self.key!r})", home=_loop_of(store))
         self._closed = False
@@ -259,6 +262,8 @@ class Strategy:
                     self.key,
                     exc,
                 )
+                if self.on_writes_refused is not None:
+                    self.on_writes_refused()
                 return
             except StoreClosed:
                 return

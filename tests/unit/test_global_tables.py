@@ -596,6 +596,37 @@ async def test_two_lists_created_at_once_stop_the_losing_region_once_its_record_
             await store.aclose()
 
 
+async def test_an_allocator_whose_record_lost_hands_out_none_of_its_block() -> None:
+    """As above with block allocators holding large blocks: the losing Region's allocator
+    stops handing out the numbers it reserved under the numbering that lost (they are in the
+    winner's classes), not only its refills. Found by the simulation (seed 126)."""
+    clock = ManualClock()
+    async with SimulatedGlobalTable(REGIONS, replication_delay_secs=30, clock=clock) as table:
+        east = _store(table, EAST, regions=[EAST, WEST], clock=clock, idle_secs=None)
+        west = _store(table, WEST, regions=[WEST, EAST], clock=clock, idle_secs=None)
+        await east.create_table()
+        allocators = {
+            region: store.block_allocator("k", block_size=1000, target_refill_interval_secs=None)
+            for region, store in ((EAST, east), (WEST, west))
+        }
+        taken: dict[str, list[tuple[float, int]]] = {EAST: [], WEST: []}
+        refused: dict[str, float] = {}
+        while clock.now() < 160:
+            for region, allocator in allocators.items():
+                try:
+                    taken[region].append((clock.now(), await allocator.next()))
+                except NumberingMismatch:
+                    refused.setdefault(region, clock.now())
+            await clock.sleep(1)
+        ((loser, at),) = refused.items()
+        assert 30 <= at < 100
+        assert all(when < at for when, _ in taken[loser])  # nothing from its block after
+        stats = allocators[loser].statistics()
+        assert stats.wasted > 0  # the rest of its block, counted
+        for store in (east, west):
+            await store.aclose()
+
+
 async def test_a_failed_reading_of_the_scope_record_is_read_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
