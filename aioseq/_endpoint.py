@@ -1,19 +1,32 @@
 """Whether a store's endpoint answers: a circuit breaker over the requests it sends.
 
-An endpoint is *down* once requests have gone unanswered for ``down_after_secs`` (the store's
-``RetryPolicy.max_unreachable_secs``): no connection could be made, or the connections made
-never answered. Then every request fails at once with
-[`EndpointDown`][aioseq.errors.EndpointDown] (nothing sent, ``maybe_applied`` false) instead of
-each spending its retry budget, and one probe at a time asks the endpoint for an answer; the
-first answer (any HTTP answer, an error response included) brings it up for everyone. Throttling
-and 5xx answers are answers: they never take an endpoint down. (The circuit breaker of Nygard's
-"Release It!"; botocore's standard retry mode gets a similar effect from its retry quota.)
+An endpoint goes *down* on evidence of silence, never on slowness alone:
+
+- **Unreachable**: no connection could be made (refused, no such host, connect timeout) for
+  ``down_after_secs`` (the store's ``RetryPolicy.max_unreachable_secs``), with no answer to
+  anything in between. A connection failure is direct evidence.
+- **Silent**: a request has been on its way past the threshold with no answer to anything
+  meanwhile. That is only a suspicion (the answer may be slow, the event loop may have been
+  blocked): a probe of its own is sent at once, and the endpoint goes down only if the probe,
+  given ``down_after_secs`` (or twice the slowest recent answer, if more), gets no answer
+  either and no other answer arrives meanwhile. A check the event loop ran late is not
+  evidence. The threshold is ``down_after_secs``, or three times the slowest recent answer.
+
+A request that ends without an answer (its caller cancelled, its connection reset) is no
+longer outstanding: a quiet spell after it is not silence. While the endpoint is down, every
+request fails at once with [`EndpointDown`][aioseq.errors.EndpointDown] (nothing sent,
+``maybe_applied`` false, the last underlying error as its ``__cause__``), and one probe at a
+time asks the endpoint for an answer; the first answer (any HTTP answer, an error response
+included) brings it up for everyone. Throttling and 5xx answers are answers.
+
+(The circuit breaker of Nygard's "Release It!"; Envoy's outlier detection ejects on connect
+failures, not on latency; gRPC keepalive declares a connection dead when a ping of its own
+goes unanswered.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -21,39 +34,56 @@ from aioseq.clock import Clock, LoopClock
 from aioseq.errors import EndpointDown
 from aioseq.observe import EndpointEvent, Observer, notify
 
-__all__ = ["PROBE_SECS", "EndpointHealth"]
+__all__ = ["PROBE_SECS", "STALL_SECS", "EndpointHealth"]
 
 #: Its own logger: a service watches it; the CLI, which reports the error itself, quiets it.
 log = logging.getLogger("aioseq.endpoint")
 
 #: The wait between two probes of an endpoint that is down, in seconds.
 PROBE_SECS = 0.5
+#: A probe's deadline seen this late (on the loop's time) means the event loop was blocked: its
+#: silence is not the endpoint's (seconds).
+STALL_SECS = 0.5
+#: How much of the slowest recent answer is remembered at each new answer.
+_DECAY = 0.95
+#: The threshold and the probe's deadline stop growing with slow answers here (seconds).
+_MAX_PATIENCE_SECS = 60.0
 
 
 class EndpointHealth:
-    """What a transport knows of its endpoint.
+    """What a transport knows of its endpoint; the transport reports each request's fate, and
+    this object alone changes its state.
 
     Parameters:
         name: the endpoint, for errors and the log (its URL).
-        down_after_secs: how long requests may go unanswered before it is down.
-        clock: what that is measured and the probes are paced on.
+        down_after_secs: how long connections may fail, or requests and a probe go
+            unanswered, before it is down (seconds).
+        clock: what that is measured and the probes are paced on (the store's).
         observer: told when it goes down and comes up (``on_endpoint``).
 
-    The transport calls `sending()` as a request starts, `answered()` on any HTTP answer;
-    `is_down()` says whether to send at all. ``probe`` (set by the transport) is one attempt
-    at a request that any live endpoint answers; it raises when there was no answer.
+    The transport calls `sent()` as a request goes out and, with the ticket it returns,
+    `answered()` on any HTTP answer, `unreachable()` when no connection could be made, or
+    `ended()` when the request ends otherwise (a reset, a timeout, a cancelled caller).
+    ``probe`` (set by the transport) is one attempt at a request that any live endpoint
+    answers; it raises when there was no answer.
     """
 
     __slots__ = (
         "_closed",
+        "_confirming",
+        "_last_answer",
+        "_next_ticket",
+        "_outstanding",
         "_probing",
+        "_slowest",
+        "_unreachable_since",
         "clock",
         "down_after_secs",
         "down_since",
+        "last_error",
         "name",
         "observer",
         "probe",
-        "unanswered_since",
         "up_since",
     )
 
@@ -68,90 +98,187 @@ class EndpointHealth:
         self.down_after_secs = down_after_secs
         self.clock: Clock = clock or LoopClock()
         self.observer = observer
-        #: When it went down (``None``: up).
+        #: When it went down, on the store's clock (``None``: up).
         self.down_since: float | None = None
-        #: When it last came up (or this object was made).
+        #: When it last came up (or this object was made), on the store's clock.
         self.up_since = self.clock.now()
-        #: Since when a request has been on its way with no answer to any (``None``: every
-        #: request sent so far was answered).
-        self.unanswered_since: float | None = None
+        #: The last error a request or a probe met without an answer (``None``: none yet).
+        self.last_error: BaseException | None = None
         self.probe: Callable[[], Awaitable[object]] | None = None
+        self._outstanding: dict[int, float] = {}  # ticket -> when sent, oldest first
+        self._next_ticket = 0
+        self._last_answer = self.up_since
+        self._slowest = 0.0  # the slowest recent answer, decaying
+        self._unreachable_since: float | None = None  # connections failing, no answer since
+        self._confirming: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
         self._closed = False
 
-    def sending(self) -> None:
-        """A request is about to be sent."""
-        if self.unanswered_since is None:
-            self.unanswered_since = self.clock.now()
+    # --- what the transport reports -----------------------------------------------------------
 
-    def answered(self) -> None:
-        """The endpoint answered a request (a response, or an error response)."""
-        self.unanswered_since = None
+    def sent(self) -> int:
+        """A request is about to go; returns its ticket. Takes the endpoint down if
+        connections have failed for ``down_after_secs`` with no answer since (then the caller
+        refuses the request: see `is_down()`); starts a probe if an older request has had no
+        answer, nor anything else, past the threshold (see the module doc)."""
+        now = self.clock.now()
+        ticket = self._next_ticket
+        self._next_ticket = ticket + 1
+        outstanding = self._outstanding
+        if self.down_since is None:
+            failing = self._unreachable_since
+            if failing is not None and now - failing >= self.down_after_secs:
+                self._go_down(now, f"no connection for {now - failing:.1f} s")
+            elif outstanding and self._confirming is None:
+                oldest = next(iter(outstanding.values()))
+                if now - max(oldest, self._last_answer) >= self._threshold():
+                    self._suspect(now)
+        outstanding[ticket] = now
+        return ticket
+
+    def answered(self, ticket: int | None = None) -> None:
+        """The endpoint answered (a response, or an error response): it is up."""
+        now = self.clock.now()
+        self._last_answer = now
+        self._unreachable_since = None
+        sent = self._outstanding.pop(ticket, None) if ticket is not None else None
+        if sent is not None:
+            self._slowest = max(now - sent, self._slowest * _DECAY)
         if self.down_since is not None:
-            now = self.clock.now()
             down_secs = now - self.down_since
             log.warning("%s answers again after %.1f s down", self.name, down_secs)
             self.down_since = None
             self.up_since = now
             self._tell(up=True, secs=down_secs)
 
-    def is_down(self) -> bool:
-        """Whether requests should fail at once: down, or unanswered for ``down_after_secs``
-        (then it goes down here, and the probing starts)."""
-        if self.down_since is not None:
-            return True
-        since = self.unanswered_since
-        if since is None:
-            return False
+    def unreachable(self, ticket: int | None, error: BaseException) -> None:
+        """No connection could be made for a request (nothing sent): direct evidence. Down
+        once connections have failed for ``down_after_secs`` with no answer in between."""
+        if ticket is not None:
+            self._outstanding.pop(ticket, None)
+        self.last_error = error
         now = self.clock.now()
-        if now - since < self.down_after_secs:
-            return False
-        self.down_since = now
-        log.warning(
-            "%s has answered no request for %.1f s: requests fail at once until it answers",
-            self.name,
-            now - since,
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+        elif self.down_since is None and now - self._unreachable_since >= self.down_after_secs:
+            self._go_down(now, f"no connection for {now - self._unreachable_since:.1f} s")
+
+    def ended(self, ticket: int, error: BaseException | None = None) -> None:
+        """A request ended with no answer (a reset, a read timeout, its caller cancelled): it
+        is no longer outstanding; ``error``, if any, is remembered for `refused()`."""
+        self._outstanding.pop(ticket, None)
+        if error is not None:
+            self.last_error = error
+
+    # --- what callers ask -----------------------------------------------------------------------
+
+    def is_down(self) -> bool:
+        """Whether requests should fail at once (a query: it changes nothing)."""
+        return self.down_since is not None
+
+    def refused(self, operation: str) -> EndpointDown:
+        """The error a request gets while the endpoint is down (nothing sent); its
+        ``__cause__`` is the last error a request or a probe met."""
+        now = self.clock.now()
+        since = self.down_since if self.down_since is not None else now
+        cause = self.last_error
+        detail = f"; last error: {cause}" if cause is not None else ""
+        error = EndpointDown(
+            f"{operation}: not sent: {self.name} is down (no answer for"
+            f" {max(now - self._last_answer, self.down_after_secs):.1f} s, down for"
+            f" {now - since:.1f} s){detail}",
+            operation=operation,
         )
-        self._tell(up=False, secs=now - since)
-        if self.probe is not None and not self._closed:
+        error.__cause__ = cause
+        return error
+
+    # --- deciding ---------------------------------------------------------------------------------
+
+    def _threshold(self) -> float:
+        return max(self.down_after_secs, min(3 * self._slowest, _MAX_PATIENCE_SECS))
+
+    def _suspect(self, now: float) -> None:
+        """A request unanswered past the threshold: confirm with a probe of its own."""
+        if self.probe is None or self._closed:
+            return
+        log.info("%s: no answer for %.1f s; probing", self.name, now - self._last_answer)
+        self._confirming = asyncio.get_running_loop().create_task(
+            self._confirm(now), name=f"aioseq-confirm {self.name}"
+        )
+
+    async def _confirm(self, suspected: float) -> None:
+        """Probe until an answer arrives (up: done) or a probe gets none in its own time on a
+        loop that ran on time (down)."""
+        try:
+            while not self._closed and self.down_since is None:
+                answered, stalled = await self._probe_once()
+                if answered or self._last_answer >= suspected:
+                    return
+                if not stalled:
+                    now = self.clock.now()
+                    silent = now - self._last_answer
+                    self._go_down(now, f"no answer to a request nor to a probe for {silent:.1f} s")
+                    return
+        finally:
+            self._confirming = None
+
+    async def _probe_once(self) -> tuple[bool, bool]:
+        """One probe, given its time: (whether it was answered, whether the loop ran late).
+        Its deadline is on the loop's time, as a network timeout is."""
+        probe = self.probe
+        assert probe is not None
+        patience = max(self.down_after_secs, min(2 * self._slowest, _MAX_PATIENCE_SECS))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        attempt = asyncio.ensure_future(probe())
+        await asyncio.wait({attempt}, timeout=patience)
+        for _ in range(3):  # answers that arrived with the deadline are read first
+            if attempt.done():
+                break
+            await asyncio.sleep(0)
+        late = loop.time() - started - patience > STALL_SECS
+        if not attempt.done():
+            attempt.cancel()
+            await asyncio.gather(attempt, return_exceptions=True)
+            return False, late
+        error = attempt.exception() if not attempt.cancelled() else None
+        if error is not None:
+            self.last_error = error
+            return False, False  # refused at once: no connection is evidence, stalled or not
+        return True, False
+
+    def _go_down(self, now: float, why: str) -> None:
+        self.down_since = now
+        log.warning("%s is down (%s): requests fail at once until it answers", self.name, why)
+        self._tell(up=False, secs=now - self._last_answer)
+        if self.probe is not None and not self._closed and self._probing is None:
             self._probing = asyncio.get_running_loop().create_task(
                 self._probe_until_up(), name=f"aioseq-probe {self.name}"
             )
-        return True
 
     def _tell(self, *, up: bool, secs: float) -> None:
         if self.observer is not None:
             notify(self.observer.on_endpoint, EndpointEvent(self.name, up, secs))
 
-    def refused(self, operation: str) -> EndpointDown:
-        """The error a request gets while the endpoint is down (nothing sent)."""
-        now = self.clock.now()
-        since = self.unanswered_since if self.unanswered_since is not None else now
-        return EndpointDown(
-            f"{operation}: not sent: {self.name} has answered no request for"
-            f" {max(now - since, self.down_after_secs):.1f} s",
-            operation=operation,
-        )
-
     async def _probe_until_up(self) -> None:
-        """One probe at a time, each given ``down_after_secs`` to answer, every `PROBE_SECS`,
-        until an answer (of the probe's or of any other request) brings the endpoint up."""
-        probe = self.probe
-        assert probe is not None
-        # (The flag too: asyncio.wait_for before 3.12 may swallow a cancellation.)
-        while self.down_since is not None and not self._closed:
-            with contextlib.suppress(Exception):  # no answer: the endpoint stays down
-                await asyncio.wait_for(probe(), self.down_after_secs)
-            if self.down_since is None:
-                return
-            await self.clock.sleep(PROBE_SECS)
+        """One probe at a time, each given its time to answer, every `PROBE_SECS`, until an
+        answer (of the probe's or of any other request) brings the endpoint up."""
+        try:
+            while self.down_since is not None and not self._closed:
+                answered, _ = await self._probe_once()
+                if answered or self.down_since is None:
+                    return
+                await self.clock.sleep(PROBE_SECS)
+        finally:
+            self._probing = None
 
     async def aclose(self) -> None:
         """Stop probing (the store's close); an observer counts the endpoint down no more."""
         if not self._closed and self.down_since is not None:
             self._tell(up=True, secs=self.clock.now() - self.down_since)
         self._closed = True
-        probing, self._probing = self._probing, None
-        if probing is not None and not probing.done():
-            probing.cancel()
-            await asyncio.gather(probing, return_exceptions=True)
+        tasks = [t for t in (self._probing, self._confirming) if t is not None and not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._probing = self._confirming = None

@@ -12,7 +12,6 @@ and ``ERRORS`` table).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 from collections import Counter
@@ -348,22 +347,21 @@ class BotocoreTransport:
         if self._closed:
             raise StoreClosed("this DynamoStore is closed")
         endpoint = self.endpoint
-        if endpoint.unanswered_since is not None and endpoint.is_down():
+        if endpoint.down_since is not None:
             raise endpoint.refused(operation_name(operation))
         if self.observer is not None:
             return await self._send_observed(operation, params, self.observer)
-        if endpoint.unanswered_since is None:  # (EndpointHealth.sending(), inline)
-            endpoint.unanswered_since = self._now()
+        ticket = endpoint.sent()
+        if endpoint.down_since is not None:  # (it went down on the evidence so far)
+            endpoint.ended(ticket)
+            raise endpoint.refused(operation_name(operation))
         self._in_flight += 1
         try:
             response: dict[str, Any] = await getattr(self.client, operation)(**params)
-            if endpoint.down_since is None:  # (EndpointHealth.answered(), inline)
-                endpoint.unanswered_since = None
-            else:
-                endpoint.answered()
+            endpoint.answered(ticket)
             return response
         except BaseException as exc:
-            error = self._failure(exc, operation, params)
+            error = self._failure(exc, operation, params, ticket)
             if error is None:
                 raise
             raise error from exc
@@ -382,14 +380,17 @@ class BotocoreTransport:
         error: str | None = None
         response: dict[str, Any] | None = None
         started = self._now()
-        self.endpoint.sending()
+        ticket = self.endpoint.sent()
+        if self.endpoint.down_since is not None:  # (it went down on the evidence so far)
+            self.endpoint.ended(ticket)
+            raise self.endpoint.refused(operation_name(operation))
         self._in_flight += 1
         try:
             response = await getattr(self.client, operation)(**params)
-            self.endpoint.answered()
+            self.endpoint.answered(ticket)
             return response
         except BaseException as exc:
-            failure = self._failure(exc, operation, params)
+            failure = self._failure(exc, operation, params, ticket)
             error = (
                 (failure.code or type(failure).__name__)
                 if isinstance(failure, StoreError) and not isinstance(failure, StoreClosed)
@@ -413,24 +414,30 @@ class BotocoreTransport:
             notify(observer.on_request, event)
 
     def _failure(
-        self, exc: BaseException, operation: str, params: Mapping[str, Any]
+        self, exc: BaseException, operation: str, params: Mapping[str, Any], ticket: int
     ) -> BaseException | None:
         """The error a failed request raises (``None``: ``exc`` itself): a translated
         [`StoreError`][aioseq.errors.StoreError] naming the request's tables,
         ``ConfigurationError`` for missing credentials,
-        ``StoreClosed`` for a request this transport's close cut off."""
+        ``StoreClosed`` for a request this transport's close cut off. Tells the endpoint's
+        health what became of the request."""
+        endpoint = self.endpoint
+        if isinstance(exc, ClientError):  # an answer, if an error one: the endpoint is up
+            endpoint.answered(ticket)
         if isinstance(exc, (ClientError, BotocoreConnectionError, HTTPClientError)):
-            if isinstance(exc, ClientError):  # an answer, if an error one: the endpoint is up
-                self.endpoint.answered()
-            translated: BaseException | None = self._cut_off(
-                translate(exc, operation_name(operation), tables_of(params))
-            )
-            return translated
+            translated = translate(exc, operation_name(operation), tables_of(params))
+            if isinstance(translated, EndpointUnreachable):
+                endpoint.unreachable(ticket, translated)
+            else:
+                endpoint.ended(ticket, None if isinstance(exc, ClientError) else translated)
+            cut: BaseException | None = self._cut_off(translated)
+            return cut
+        endpoint.ended(ticket)  # a cancelled caller, missing credentials: no evidence
         if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
             return ConfigurationError(NO_CREDENTIALS)
         if isinstance(exc, asyncio.CancelledError):
-            cut: BaseException | None = self._cut_off(None)
-            return cut
+            cancelled: BaseException | None = self._cut_off(None)
+            return cancelled
         return None
 
     def _cut_off(self, error: StoreError | None) -> Any:
@@ -452,9 +459,12 @@ class BotocoreTransport:
     async def _probe(self) -> None:
         """One ``DescribeEndpoints`` (no table, no capacity): an answer of any kind, an error
         included, brings the endpoint up; no answer raises."""
-        # (AccessDenied, an unknown operation...: an answer all the same)
-        with contextlib.suppress(ClientError):
+        try:
             await self.client.describe_endpoints()
+        except ClientError:
+            pass  # (AccessDenied, an unknown operation...: an answer all the same)
+        except (BotocoreConnectionError, HTTPClientError) as exc:
+            raise translate(exc, "DescribeEndpoints") from exc
         self.endpoint.answered()
 
     async def aclose(self, *, timeout_secs: float) -> None:
