@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -30,6 +31,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import SSLError as BotocoreSSLError
 from botocore.validate import validate_parameters
 
 from aioseq._endpoint import EndpointHealth
@@ -131,7 +133,8 @@ def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> S
             )
         return cls(message, code=code, operation=operation)
     cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
-    lost = cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+    cause = _connection_cause(error)
+    lost = cls(f"{operation}: {cause or error}", code=type(error).__name__, operation=operation)
     if operation in READ_OPERATIONS:
         lost.maybe_applied = False  # a read changes nothing, whatever became of it
     return lost
@@ -172,15 +175,57 @@ def tables_of(params: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _never_sent(error: Exception) -> bool:
     """Whether a connection error happened before the request was sent: no connection could
-    be made (refused, no such host, connect timeout). aiobotocore raises
-    ``EndpointConnectionError`` for those and also for a connection reset after sending, so
-    the aiohttp error inside it decides."""
+    be made (refused, no such host, connect timeout, a failed TLS handshake). aiobotocore
+    raises ``EndpointConnectionError`` for those and also for a connection reset after
+    sending, so the aiohttp error inside it decides; its ``SSLError`` holds aiohttp's
+    ``ClientSSLError``, which only the handshake raises."""
     if isinstance(error, ConnectTimeoutError):
         return True
-    if isinstance(error, EndpointConnectionError):
+    if isinstance(error, (EndpointConnectionError, BotocoreSSLError)):
         cause = getattr(error, "kwargs", {}).get("error")
         return isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror))
     return False
+
+
+#: OpenSSL's reasons for a handshake answered by a server that speaks plain HTTP (its
+#: ``HTTP/1.1 400`` read as a TLS record).
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL"}
+)
+
+
+def _connection_cause(error: Exception) -> str | None:
+    """Why no connection could be made, naming the host (and port): refused, a name that does
+    not resolve, a TLS handshake that failed (a plain-HTTP server, a certificate not
+    trusted), another OS error; ``None`` when the aiohttp error inside botocore's does not
+    say (a connection lost after sending, a timeout: botocore's text is kept)."""
+    inner = getattr(error, "kwargs", {}).get("error")
+    if isinstance(inner, socket.gaierror):  # (not wrapped by aiohttp)
+        return f"cannot resolve the endpoint's host ({inner.strerror or inner})"
+    if not isinstance(inner, aiohttp.ClientConnectorError):
+        return None
+    where = f"{inner.host}:{inner.port}"
+    if isinstance(inner, aiohttp.ClientConnectorCertificateError):
+        cert = inner.certificate_error
+        why = getattr(cert, "verify_message", None) or str(cert)
+        return (
+            f"the TLS certificate of {where} is not trusted ({why}): if your own CA signed it,"
+            " name that CA's certificate in AWS_CA_BUNDLE"
+        )
+    os_error = inner.os_error
+    if isinstance(inner, aiohttp.ClientSSLError):
+        reason = getattr(os_error, "reason", None) if isinstance(os_error, ssl.SSLError) else None
+        if reason in _PLAIN_HTTP_REASONS:
+            return (
+                f"the TLS handshake with {where} failed ({reason}): the server speaks plain"
+                f" HTTP, not TLS; use http://{where}"
+            )
+        return f"the TLS handshake with {where} failed ({reason or os_error})"
+    if isinstance(inner, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+        return f"cannot resolve host {inner.host} ({os_error.strerror or os_error})"
+    if isinstance(os_error, ConnectionRefusedError):
+        return f"connection refused by {where} (is DynamoDB running there?)"
+    return f"cannot connect to {where} ({os_error.strerror or os_error})"
 
 
 def operation_name(method: str) -> str:
