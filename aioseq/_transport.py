@@ -41,6 +41,7 @@ from aioseq.errors import (
     ConfigurationError,
     ConnectionFailed,
     EndpointUnreachable,
+    NotDynamoDB,
     ServiceUnavailable,
     StoreClosed,
     StoreError,
@@ -101,12 +102,18 @@ CAPACITY_OPERATIONS = frozenset(
 )
 
 
-def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> StoreError:
+def translate(
+    error: Exception, operation: str, tables: Sequence[str] = (), *, endpoint_url: str = ""
+) -> StoreError:
     """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError];
-    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of])."""
+    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of]),
+    ``endpoint_url`` the URL it went to (named by [`NotDynamoDB`][aioseq.errors.NotDynamoDB])."""
     if isinstance(error, ClientError):
         response: Mapping[str, Any] = error.response
         code = str(response.get("Error", {}).get("Code", ""))
+        foreign = _not_dynamodb(response, code, operation, endpoint_url)
+        if foreign is not None:
+            return foreign
         message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
         cls = ERRORS.get(code)
         if cls is TableNotFound:
@@ -138,6 +145,50 @@ def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> S
     if operation in READ_OPERATIONS:
         lost.maybe_applied = False  # a read changes nothing, whatever became of it
     return lost
+
+
+def _not_dynamodb(
+    response: Mapping[str, Any], code: str, operation: str, endpoint_url: str
+) -> NotDynamoDB | None:
+    """`NotDynamoDB` for an answer below 500 that is not DynamoDB's: no ``x-amzn-RequestId``
+    header, and no error type in its body (botocore then takes the HTTP status for the code);
+    ``None`` for DynamoDB's answers, and for 5xx answers (a load balancer's, passing)."""
+    meta = response.get("ResponseMetadata", {})
+    headers = meta.get("HTTPHeaders") or {}
+    status = int(meta.get("HTTPStatusCode") or 0)
+    if not status or status >= 500 or code != str(status) or "x-amzn-requestid" in headers:
+        return None
+    content_type = str(headers.get("content-type", "")).split(";")[0].strip()
+    where = endpoint_url.rstrip("/") or "the endpoint"
+    return NotDynamoDB(
+        f"{operation}: {where} answered HTTP {status}"
+        f" {f'with {content_type}' if content_type else 'with no content type'}"
+        ": not a DynamoDB endpoint",
+        code=code,
+        operation=operation,
+        endpoint_url=endpoint_url,
+        status=status,
+        content_type=content_type,
+    )
+
+
+def _raise_unless_dynamodb(http_response: Any, parsed: Mapping[str, Any], **kwargs: Any) -> None:
+    """A botocore ``after-call`` hook: a success answer (below 300) that is not DynamoDB's (no
+    ``x-amzn-RequestId``, a body that is not JSON: a web application's page) raises the
+    ``ClientError`` botocore raises for such an error answer, which `translate()` names
+    `NotDynamoDB`; botocore would otherwise parse it as an empty result."""
+    if http_response.status_code >= 300:
+        return  # botocore raises ClientError itself
+    meta = parsed.get("ResponseMetadata", {})
+    headers = meta.get("HTTPHeaders") or {}
+    if "x-amzn-requestid" in headers or "json" in str(headers.get("content-type", "")):
+        return
+    status = str(http_response.status_code)
+    operation = getattr(kwargs.get("model"), "name", "")
+    raise ClientError(
+        {"Error": {"Code": status, "Message": ""}, "ResponseMetadata": dict(meta)},  # type: ignore[typeddict-item]
+        operation,
+    )
 
 
 #: The operations that change nothing: a lost answer to one of them applied nothing.
@@ -326,6 +377,9 @@ class BotocoreTransport:
         self._in_flight = 0  # send()s awaiting an answer
         self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
         client.meta.events.register("before-send.dynamodb", self._count_request)
+        client.meta.events.register("after-call.dynamodb", self._check_answer)
+        #: The URL requests go to (named by errors).
+        self.endpoint_url = str(getattr(client.meta, "endpoint_url", "") or "")
         #: Whether `validate()` checks parameters: the client does not (aioseq's own clients,
         #: whose requests aioseq builds; see `aioseq._client.open_client`).
         self.validates = validates
@@ -348,6 +402,11 @@ class BotocoreTransport:
 
     def _count_request(self, event_name: str, **kwargs: Any) -> None:
         self._requests[event_name] += 1  # by event name: no string work per request
+
+    def _check_answer(self, **kwargs: Any) -> None:
+        _raise_unless_dynamodb(
+            **kwargs
+        )  # (a handler of this transport's own: unregistered on close)
 
     def validate(self, operation: str, params: dict[str, Any]) -> None:
         """Check ``params`` against the operation's input shape with botocore's own validator,
@@ -468,7 +527,12 @@ class BotocoreTransport:
             if isinstance(exc, ClientError):  # an answer, if an error one: the endpoint is up
                 self.endpoint.answered()
             translated: BaseException | None = self._cut_off(
-                translate(exc, operation_name(operation), tables_of(params))
+                translate(
+                    exc,
+                    operation_name(operation),
+                    tables_of(params),
+                    endpoint_url=self.endpoint_url,
+                )
             )
             return translated
         if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
@@ -518,5 +582,6 @@ class BotocoreTransport:
                 )
         self._closed = True
         self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
+        self.client.meta.events.unregister("after-call.dynamodb", self._check_answer)
         if self._owner is not None:
             await self._owner.aclose()

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from aiohttp import web
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.exceptions import SSLError as BotocoreSSLError
 
 from aioseq import (
     DynamoStore,
     EndpointUnreachable,
+    NotDynamoDB,
     RetriesExhausted,
     RetryPolicy,
 )
@@ -112,16 +113,28 @@ class WebApp:
     """A web application on 127.0.0.1 that answers every request with one page, and counts
     them."""
 
-    def __init__(self, status: int, body: str, content_type: str = "text/html") -> None:
+    def __init__(
+        self,
+        status: int,
+        body: str,
+        content_type: str = "text/html",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = headers or {}
         self.requests = 0
 
     async def answer(self, request: web.Request) -> web.Response:
         self.requests += 1
         await request.read()
-        return web.Response(status=self.status, text=self.body, content_type=self.content_type)
+        return web.Response(
+            status=self.status,
+            text=self.body,
+            content_type=self.content_type,
+            headers=self.headers,
+        )
 
 
 Serve = Callable[..., Awaitable[str]]
@@ -156,3 +169,27 @@ async def test_a_certificate_nobody_signed_is_named(serve: Serve, tmp_path: Path
     assert str(error).startswith(f"DescribeTable: the TLS certificate of {where} is not trusted (")
     assert "AWS_CA_BUNDLE" in str(error)
     assert isinstance(error.__cause__, BotocoreSSLError)
+
+
+@pytest.mark.parametrize("status", [404, 200])
+async def test_a_web_application_is_not_dynamodb_and_not_retried(serve: Serve, status: int) -> None:
+    app = WebApp(status, "<html><body><h1>Welcome</h1></body></html>")
+    url = await serve(app)
+    async with DynamoStore.open(endpoint_url=url, retry_policy=POLICY) as store:
+        with pytest.raises(NotDynamoDB) as caught:
+            await store.atomic_counter("orders").next()
+    error = caught.value
+    assert str(error) == (
+        f"DescribeTable: {url} answered HTTP {status} with text/html: not a DynamoDB endpoint"
+    )
+    assert (error.status, error.content_type, error.endpoint_url) == (status, "text/html", url)
+    assert not error.maybe_applied and not error.retryable
+    assert isinstance(error.__cause__, ClientError)
+    assert app.requests == 1
+
+
+async def test_a_json_api_without_dynamodb_error_types_is_not_dynamodb(serve: Serve) -> None:
+    url = await serve(WebApp(404, '{"detail": "Not Found"}', "application/json"))
+    async with DynamoStore.open(endpoint_url=url, retry_policy=POLICY) as store:
+        with pytest.raises(NotDynamoDB, match="answered HTTP 404 with application/json"):
+            await store.atomic_counter("orders").next()
