@@ -80,6 +80,10 @@ ERRORS: dict[str, type[StoreError]] = {
     "ServiceUnavailable": ServiceUnavailable,
 }
 
+#: The error codes of credentials the service does not know: with credentials meant for a
+#: local server, sent to AWS (`translate()`'s ``endpoint_hint``).
+WRONG_ENDPOINT_CODES = frozenset({"UnrecognizedClientException", "InvalidSignatureException"})
+
 NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
     " or run where a role provides them"
@@ -103,11 +107,18 @@ CAPACITY_OPERATIONS = frozenset(
 
 
 def translate(
-    error: Exception, operation: str, tables: Sequence[str] = (), *, endpoint_url: str = ""
+    error: Exception,
+    operation: str,
+    tables: Sequence[str] = (),
+    *,
+    endpoint_url: str = "",
+    endpoint_hint: str = "",
 ) -> StoreError:
     """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError];
     ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of]),
-    ``endpoint_url`` the URL it went to (named by [`NotDynamoDB`][aioseq.errors.NotDynamoDB])."""
+    ``endpoint_url`` the URL it went to (named by [`NotDynamoDB`][aioseq.errors.NotDynamoDB]);
+    ``endpoint_hint`` ends the message of an error that suggests a wrong endpoint (no
+    connection, credentials the service does not know: `WRONG_ENDPOINT_CODES`)."""
     if isinstance(error, ClientError):
         response: Mapping[str, Any] = error.response
         code = str(response.get("Error", {}).get("Code", ""))
@@ -115,6 +126,8 @@ def translate(
         if foreign is not None:
             return foreign
         message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
+        if endpoint_hint and code in WRONG_ENDPOINT_CODES:
+            message = f"{message.rstrip('. ')}; {endpoint_hint}"
         cls = ERRORS.get(code)
         if cls is TableNotFound:
             if len(tables) == 1:
@@ -140,8 +153,10 @@ def translate(
             )
         return cls(message, code=code, operation=operation)
     cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
-    cause = _connection_cause(error)
-    lost = cls(f"{operation}: {cause or error}", code=type(error).__name__, operation=operation)
+    message = f"{operation}: {_connection_cause(error) or error}"
+    if endpoint_hint:
+        message = f"{message}; {endpoint_hint}"
+    lost = cls(message, code=type(error).__name__, operation=operation)
     if operation in READ_OPERATIONS:
         lost.maybe_applied = False  # a read changes nothing, whatever became of it
     return lost
@@ -339,6 +354,8 @@ class BotocoreTransport:
         clock: what a request's latency is measured on (the store's).
         down_after_secs: how long requests may go unanswered before the endpoint is down
             (`EndpointHealth`; the store's ``RetryPolicy.max_unreachable_secs``).
+        endpoint_hint: ends the message of errors that suggest a wrong endpoint (`translate()`;
+            `aioseq._client.open_client` gives one).
     """
 
     def __init__(
@@ -351,6 +368,7 @@ class BotocoreTransport:
         validates: bool = False,
         clock: Clock | None = None,
         down_after_secs: float = 3.0,
+        endpoint_hint: str = "",
     ) -> None:
         self.client = client
         clock = clock or LoopClock()
@@ -380,6 +398,7 @@ class BotocoreTransport:
         client.meta.events.register("after-call.dynamodb", self._check_answer)
         #: The URL requests go to (named by errors).
         self.endpoint_url = str(getattr(client.meta, "endpoint_url", "") or "")
+        self.endpoint_hint = endpoint_hint
         #: Whether `validate()` checks parameters: the client does not (aioseq's own clients,
         #: whose requests aioseq builds; see `aioseq._client.open_client`).
         self.validates = validates
@@ -532,6 +551,7 @@ class BotocoreTransport:
                     operation_name(operation),
                     tables_of(params),
                     endpoint_url=self.endpoint_url,
+                    endpoint_hint=self.endpoint_hint,
                 )
             )
             return translated

@@ -23,6 +23,7 @@ from aioseq import (
     NotDynamoDB,
     RetriesExhausted,
     RetryPolicy,
+    StoreError,
 )
 from aioseq.testing import MotoServerProcess
 
@@ -193,3 +194,41 @@ async def test_a_json_api_without_dynamodb_error_types_is_not_dynamodb(serve: Se
     async with DynamoStore.open(endpoint_url=url, retry_policy=POLICY) as store:
         with pytest.raises(NotDynamoDB, match="answered HTTP 404 with application/json"):
             await store.atomic_counter("orders").next()
+
+
+@pytest.mark.parametrize("access_key", ["testing", "fakeMyKeyId", "x", "AKIAIOSFODNN7EXAMPLE"])
+async def test_local_credentials_and_no_endpoint_name_aws_endpoint_url(
+    monkeypatch: pytest.MonkeyPatch, access_key: str
+) -> None:
+    """No endpoint configured: requests go to dynamodb.us-east-1.amazonaws.com. In the suite's
+    network namespace (no route out) the name does not resolve; elsewhere AWS answers
+    UnrecognizedClientException. Either way the error names AWS_ENDPOINT_URL."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", access_key)
+    error = await failure(endpoint_url=None)
+    assert str(error).endswith(
+        "; no endpoint URL is set, so requests go to AWS, with credentials that look like a"
+        " local server's: for DynamoDB Local or moto set AWS_ENDPOINT_URL=http://127.0.0.1:8000"
+        " (or pass endpoint_url=)"
+    ), str(error)
+    assert not error.maybe_applied
+
+
+async def test_aws_credentials_or_an_endpoint_get_no_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA" + "Q" * 16)
+    assert "AWS_ENDPOINT_URL" not in str(await failure(endpoint_url=None))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
+    assert "AWS_ENDPOINT_URL" not in str(await failure(endpoint_url=None))
+
+
+async def failure(*, endpoint_url: str | None) -> StoreError:
+    """What a number from a store opened on ``endpoint_url`` raises: the error, or the last
+    attempt's when the retries ran out."""
+    with pytest.raises((StoreError, RetriesExhausted)) as caught:
+        async with DynamoStore.open(endpoint_url=endpoint_url, retry_policy=POLICY) as store:
+            await store.atomic_counter("orders").next()
+    error = caught.value
+    if isinstance(error, RetriesExhausted):
+        error = error.last_error  # type: ignore[assignment]
+    assert isinstance(error, StoreError), repr(error)
+    return error
