@@ -44,6 +44,7 @@ from aioseq.errors import EndpointUnreachable as EndpointUnreachable
 from aioseq.errors import IdempotencyKeyInvalid as IdempotencyKeyInvalid
 from aioseq.errors import IdempotencyKeyReused as IdempotencyKeyReused
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
+from aioseq.errors import NotDynamoDB as NotDynamoDB
 from aioseq.errors import NotHomeRegion as NotHomeRegion
 from aioseq.errors import NotSupportedByTable as NotSupportedByTable
 from aioseq.errors import NumberingMismatch as NumberingMismatch
@@ -123,6 +124,7 @@ __all__ = [
     "ItemAlreadyExists",
     "ItemCounter",
     "ItemSpec",
+    "NotDynamoDB",
     "NotHomeRegion",
     "NotSupportedByTable",
     "NumberOutOfRange",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import re
 import urllib.request
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.hooks import AioHierarchicalEmitter
 from aiobotocore.session import AioSession
 from botocore import handlers
+from botocore.credentials import Credentials, RefreshableCredentials
 from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 from botocore.hooks import EventAliaser
 from botocore.loaders import Loader, create_loader
@@ -29,7 +31,13 @@ if TYPE_CHECKING:
 else:
     DynamoDBClient = Any
 
-__all__ = ["LOCAL_CREDENTIALS", "LOCAL_REGION", "configured_endpoint", "open_client"]
+__all__ = [
+    "AWS_ENDPOINT_HINT",
+    "LOCAL_CREDENTIALS",
+    "LOCAL_REGION",
+    "configured_endpoint",
+    "open_client",
+]
 
 log = logging.getLogger("aioseq")
 
@@ -38,6 +46,17 @@ LOCAL_REGION = "us-east-1"
 #: The credentials a client gets for a local endpoint when none are configured (DynamoDB Local
 #: accepts only letters and digits in access key ids).
 LOCAL_CREDENTIALS = {"aws_access_key_id": "aioseqlocal", "aws_secret_access_key": "aioseqlocal"}
+
+#: What errors that suggest a wrong endpoint (no connection, credentials AWS does not know) add
+#: when no endpoint is configured and the credentials look like a local server's.
+AWS_ENDPOINT_HINT = (
+    "no endpoint URL is set, so requests go to AWS, with credentials that look like a local"
+    " server's: for DynamoDB Local or moto set AWS_ENDPOINT_URL=http://127.0.0.1:8000"
+    " (or pass endpoint_url=)"
+)
+
+#: An AWS access key id: 20 upper-case letters and digits (``AKIA...``, ``ASIA...``).
+_AWS_ACCESS_KEY_ID = re.compile(r"A[A-Z0-9]{19}")
 
 
 _loader: Loader | None = None
@@ -97,6 +116,16 @@ def _plain_http(endpoint_url: str | None) -> bool:
     return endpoint_url is not None and endpoint_url.lower().startswith("http://") and not proxies
 
 
+def _looks_local(credentials: object) -> bool:
+    """Whether a fixed pair of credentials looks made up for a local server: an access key id
+    that is not shaped as AWS's (``testing``, ``fake``, ``x``...), or the documentation's
+    ``AKIAIOSFODNN7EXAMPLE``. Credentials that refresh (a role, SSO) come from AWS: no."""
+    if not isinstance(credentials, Credentials) or isinstance(credentials, RefreshableCredentials):
+        return False
+    key = str(credentials.access_key or "")
+    return _AWS_ACCESS_KEY_ID.fullmatch(key) is None or "EXAMPLE" in key
+
+
 def _no_such_profile(exc: ProfileNotFound) -> ConfigurationError:
     return ConfigurationError(
         f"{exc}: name a profile of the AWS config files in AWS_PROFILE, or unset it"
@@ -111,11 +140,12 @@ async def open_client(
     max_pool_connections: int,
     connect_timeout_secs: float,
     read_timeout_secs: float,
-) -> tuple[DynamoDBClient, AsyncExitStack]:
-    """An open DynamoDB client and the exit stack that closes it (see
-    [`aioseq.DynamoStore.open()`][aioseq.DynamoStore.open] for where each setting comes from).
-    botocore's own retries are off (``total_max_attempts=1``): the store's retry engine is the one
-    that runs.
+) -> tuple[DynamoDBClient, AsyncExitStack, str]:
+    """An open DynamoDB client, the exit stack that closes it (see
+    [`aioseq.DynamoStore.open()`][aioseq.DynamoStore.open] for where each setting comes from),
+    and a hint for errors that suggest a wrong endpoint: `AWS_ENDPOINT_HINT` when no endpoint is
+    configured and the credentials look local, else ``""``. botocore's own retries are off
+    (``total_max_attempts=1``): the store's retry engine is the one that runs.
 
     Raises:
         ConfigurationError: an endpoint from the environment that is not a URL, an AWS
@@ -156,6 +186,7 @@ async def open_client(
         client_args.update(LOCAL_CREDENTIALS)
     elif credentials is None:
         raise ConfigurationError(NO_CREDENTIALS)
+    hint = AWS_ENDPOINT_HINT if endpoint is None and _looks_local(credentials) else ""
     config = AioConfig(
         max_pool_connections=max_pool_connections,
         connect_timeout=connect_timeout_secs,
@@ -174,4 +205,4 @@ async def open_client(
     except (NoRegionError, ValueError, BotoCoreError) as exc:
         await stack.aclose()
         raise ConfigurationError(f"cannot make a DynamoDB client: {exc}") from exc
-    return client, stack
+    return client, stack, hint

@@ -314,7 +314,7 @@ class DynamoStore:
         scope = _sharing(regions, region_slots, home_region)
 
         async def open_store() -> DynamoStore:
-            client, stack = await open_client(
+            client, stack, hint = await open_client(
                 session=session,
                 endpoint_url=endpoint_url,
                 region_name=region_name,
@@ -330,6 +330,7 @@ class DynamoStore:
                 validates=True,
                 clock=clock,
                 down_after_secs=(retry_policy or RetryPolicy()).max_unreachable_secs,
+                endpoint_hint=hint,
             )
             try:
                 return DynamoStore(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -29,6 +30,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import SSLError as BotocoreSSLError
 from botocore.validate import validate_parameters
 
 from aioseq._endpoint import EndpointHealth
@@ -38,6 +40,7 @@ from aioseq.errors import (
     ConfigurationError,
     ConnectionFailed,
     EndpointUnreachable,
+    NotDynamoDB,
     ServiceUnavailable,
     StoreClosed,
     StoreError,
@@ -76,6 +79,10 @@ ERRORS: dict[str, type[StoreError]] = {
     "ServiceUnavailable": ServiceUnavailable,
 }
 
+#: The error codes of credentials the service does not know: with credentials meant for a
+#: local server, sent to AWS (`translate()`'s ``endpoint_hint``).
+WRONG_ENDPOINT_CODES = frozenset({"UnrecognizedClientException", "InvalidSignatureException"})
+
 NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE,"
     " or run where a role provides them"
@@ -98,13 +105,28 @@ CAPACITY_OPERATIONS = frozenset(
 )
 
 
-def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> StoreError:
+def translate(
+    error: Exception,
+    operation: str,
+    tables: Sequence[str] = (),
+    *,
+    endpoint_url: str = "",
+    endpoint_hint: str = "",
+) -> StoreError:
     """Turn a botocore error into the matching aioseq [`StoreError`][aioseq.errors.StoreError];
-    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of])."""
+    ``tables`` are the tables the request named ([`tables_of`][aioseq._transport.tables_of]),
+    ``endpoint_url`` the URL it went to (named by [`NotDynamoDB`][aioseq.errors.NotDynamoDB]);
+    ``endpoint_hint`` ends the message of an error that suggests a wrong endpoint (no
+    connection, credentials the service does not know: `WRONG_ENDPOINT_CODES`)."""
     if isinstance(error, ClientError):
         response: Mapping[str, Any] = error.response
         code = str(response.get("Error", {}).get("Code", ""))
+        foreign = _not_dynamodb(response, code, operation, endpoint_url)
+        if foreign is not None:
+            return foreign
         message = f"{operation}: {code}: {response.get('Error', {}).get('Message', '')}"
+        if endpoint_hint and code in WRONG_ENDPOINT_CODES:
+            message = f"{message.rstrip('. ')}; {endpoint_hint}"
         cls = ERRORS.get(code)
         if cls is TableNotFound:
             if len(tables) == 1:
@@ -130,10 +152,57 @@ def translate(error: Exception, operation: str, tables: Sequence[str] = ()) -> S
             )
         return cls(message, code=code, operation=operation)
     cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
-    lost = cls(f"{operation}: {error}", code=type(error).__name__, operation=operation)
+    message = f"{operation}: {_connection_cause(error) or error}"
+    if endpoint_hint:
+        message = f"{message}; {endpoint_hint}"
+    lost = cls(message, code=type(error).__name__, operation=operation)
     if operation in READ_OPERATIONS:
         lost.maybe_applied = False  # a read changes nothing, whatever became of it
     return lost
+
+
+def _not_dynamodb(
+    response: Mapping[str, Any], code: str, operation: str, endpoint_url: str
+) -> NotDynamoDB | None:
+    """`NotDynamoDB` for an answer below 500 that is not DynamoDB's: no ``x-amzn-RequestId``
+    header, and no error type in its body (botocore then takes the HTTP status for the code);
+    ``None`` for DynamoDB's answers, and for 5xx answers (a load balancer's, passing)."""
+    meta = response.get("ResponseMetadata", {})
+    headers = meta.get("HTTPHeaders") or {}
+    status = int(meta.get("HTTPStatusCode") or 0)
+    if not status or status >= 500 or code != str(status) or "x-amzn-requestid" in headers:
+        return None
+    content_type = str(headers.get("content-type", "")).split(";")[0].strip()
+    where = endpoint_url.rstrip("/") or "the endpoint"
+    return NotDynamoDB(
+        f"{operation}: {where} answered HTTP {status}"
+        f" {f'with {content_type}' if content_type else 'with no content type'}"
+        ": not a DynamoDB endpoint",
+        code=code,
+        operation=operation,
+        endpoint_url=endpoint_url,
+        status=status,
+        content_type=content_type,
+    )
+
+
+def _raise_unless_dynamodb(http_response: Any, parsed: Mapping[str, Any], **kwargs: Any) -> None:
+    """A botocore ``after-call`` hook: a success answer (below 300) that is not DynamoDB's (no
+    ``x-amzn-RequestId``, a body that is not JSON: a web application's page) raises the
+    ``ClientError`` botocore raises for such an error answer, which `translate()` names
+    `NotDynamoDB`; botocore would otherwise parse it as an empty result."""
+    if http_response.status_code >= 300:
+        return  # botocore raises ClientError itself
+    meta = parsed.get("ResponseMetadata", {})
+    headers = meta.get("HTTPHeaders") or {}
+    if "x-amzn-requestid" in headers or "json" in str(headers.get("content-type", "")):
+        return
+    status = str(http_response.status_code)
+    operation = getattr(kwargs.get("model"), "name", "")
+    raise ClientError(
+        {"Error": {"Code": status, "Message": ""}, "ResponseMetadata": dict(meta)},  # type: ignore[typeddict-item]
+        operation,
+    )
 
 
 #: The operations that change nothing: a lost answer to one of them applied nothing.
@@ -171,15 +240,57 @@ def tables_of(params: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _never_sent(error: Exception) -> bool:
     """Whether a connection error happened before the request was sent: no connection could
-    be made (refused, no such host, connect timeout). aiobotocore raises
-    ``EndpointConnectionError`` for those and also for a connection reset after sending, so
-    the aiohttp error inside it decides."""
+    be made (refused, no such host, connect timeout, a failed TLS handshake). aiobotocore
+    raises ``EndpointConnectionError`` for those and also for a connection reset after
+    sending, so the aiohttp error inside it decides; its ``SSLError`` holds aiohttp's
+    ``ClientSSLError``, which only the handshake raises."""
     if isinstance(error, ConnectTimeoutError):
         return True
-    if isinstance(error, EndpointConnectionError):
+    if isinstance(error, (EndpointConnectionError, BotocoreSSLError)):
         cause = getattr(error, "kwargs", {}).get("error")
         return isinstance(cause, (aiohttp.ClientConnectorError, socket.gaierror))
     return False
+
+
+#: OpenSSL's reasons for a handshake answered by a server that speaks plain HTTP (its
+#: ``HTTP/1.1 400`` read as a TLS record).
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL"}
+)
+
+
+def _connection_cause(error: Exception) -> str | None:
+    """Why no connection could be made, naming the host (and port): refused, a name that does
+    not resolve, a TLS handshake that failed (a plain-HTTP server, a certificate not
+    trusted), another OS error; ``None`` when the aiohttp error inside botocore's does not
+    say (a connection lost after sending, a timeout: botocore's text is kept)."""
+    inner = getattr(error, "kwargs", {}).get("error")
+    if isinstance(inner, socket.gaierror):  # (not wrapped by aiohttp)
+        return f"cannot resolve the endpoint's host ({inner.strerror or inner})"
+    if not isinstance(inner, aiohttp.ClientConnectorError):
+        return None
+    where = f"{inner.host}:{inner.port}"
+    if isinstance(inner, aiohttp.ClientConnectorCertificateError):
+        cert = inner.certificate_error
+        why = getattr(cert, "verify_message", None) or str(cert)
+        return (
+            f"the TLS certificate of {where} is not trusted ({why}): if your own CA signed it,"
+            " name that CA's certificate in AWS_CA_BUNDLE"
+        )
+    os_error = inner.os_error
+    if isinstance(inner, aiohttp.ClientSSLError):
+        reason = getattr(os_error, "reason", None) if isinstance(os_error, ssl.SSLError) else None
+        if reason in _PLAIN_HTTP_REASONS:
+            return (
+                f"the TLS handshake with {where} failed ({reason}): the server speaks plain"
+                f" HTTP, not TLS; use http://{where}"
+            )
+        return f"the TLS handshake with {where} failed ({reason or os_error})"
+    if isinstance(inner, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+        return f"cannot resolve host {inner.host} ({os_error.strerror or os_error})"
+    if isinstance(os_error, ConnectionRefusedError):
+        return f"connection refused by {where} (is DynamoDB running there?)"
+    return f"cannot connect to {where} ({os_error.strerror or os_error})"
 
 
 def operation_name(method: str) -> str:
@@ -242,6 +353,8 @@ class BotocoreTransport:
         clock: what a request's latency is measured on (the store's).
         down_after_secs: how long requests may go unanswered before the endpoint is down
             (`EndpointHealth`; the store's ``RetryPolicy.max_unreachable_secs``).
+        endpoint_hint: ends the message of errors that suggest a wrong endpoint (`translate()`;
+            `aioseq._client.open_client` gives one).
     """
 
     def __init__(
@@ -254,6 +367,7 @@ class BotocoreTransport:
         validates: bool = False,
         clock: Clock | None = None,
         down_after_secs: float = 3.0,
+        endpoint_hint: str = "",
     ) -> None:
         self.client = client
         clock = clock or LoopClock()
@@ -280,6 +394,10 @@ class BotocoreTransport:
         self._in_flight = 0  # send()s awaiting an answer
         self._drained: asyncio.Event | None = None  # set when _in_flight drops to 0, closing
         client.meta.events.register("before-send.dynamodb", self._count_request)
+        client.meta.events.register("after-call.dynamodb", self._check_answer)
+        #: The URL requests go to (named by errors).
+        self.endpoint_url = str(getattr(client.meta, "endpoint_url", "") or "")
+        self.endpoint_hint = endpoint_hint
         #: Whether `validate()` checks parameters: the client does not (aioseq's own clients,
         #: whose requests aioseq builds; see `aioseq._client.open_client`).
         self.validates = validates
@@ -302,6 +420,11 @@ class BotocoreTransport:
 
     def _count_request(self, event_name: str, **kwargs: Any) -> None:
         self._requests[event_name] += 1  # by event name: no string work per request
+
+    def _check_answer(self, **kwargs: Any) -> None:
+        _raise_unless_dynamodb(
+            **kwargs
+        )  # (a handler of this transport's own: unregistered on close)
 
     def validate(self, operation: str, params: dict[str, Any]) -> None:
         """Check ``params`` against the operation's input shape with botocore's own validator,
@@ -425,7 +548,13 @@ class BotocoreTransport:
         if isinstance(exc, ClientError):  # an answer, if an error one: the endpoint is up
             endpoint.answered(ticket)
         if isinstance(exc, (ClientError, BotocoreConnectionError, HTTPClientError)):
-            translated = translate(exc, operation_name(operation), tables_of(params))
+            translated = translate(
+                exc,
+                operation_name(operation),
+                tables_of(params),
+                endpoint_url=self.endpoint_url,
+                endpoint_hint=self.endpoint_hint,
+            )
             if isinstance(translated, EndpointUnreachable):
                 endpoint.unreachable(ticket, translated)
             else:
@@ -464,7 +593,12 @@ class BotocoreTransport:
         except ClientError:
             pass  # (AccessDenied, an unknown operation...: an answer all the same)
         except (BotocoreConnectionError, HTTPClientError) as exc:
-            raise translate(exc, "DescribeEndpoints") from exc
+            raise translate(
+                exc,
+                "DescribeEndpoints",
+                endpoint_url=self.endpoint_url,
+                endpoint_hint=self.endpoint_hint,
+            ) from exc
         self.endpoint.answered()
 
     async def aclose(self, *, timeout_secs: float) -> None:
@@ -483,5 +617,6 @@ class BotocoreTransport:
                 )
         self._closed = True
         self.client.meta.events.unregister("before-send.dynamodb", self._count_request)
+        self.client.meta.events.unregister("after-call.dynamodb", self._check_answer)
         if self._owner is not None:
             await self._owner.aclose()

@@ -39,6 +39,7 @@ __all__ = [
     "IdempotencyKeyInvalid",
     "IdempotencyKeyReused",
     "ItemAlreadyExists",
+    "NotDynamoDB",
     "NotHomeRegion",
     "NotSupportedByTable",
     "NumberOutOfRange",
@@ -471,6 +472,34 @@ class TransactionConflict(StoreError):
     was modifying it (``ReplicatedWriteConflictException``). Nothing was applied. Retryable."""
 
     retryable = True
+
+
+class NotDynamoDB(StoreError):
+    """The endpoint answered, but not as DynamoDB answers: an HTTP answer below 500 with
+    neither an ``x-amzn-RequestId`` header nor a DynamoDB error type in its body (a web
+    application's 404 page, a proxy's login page). The endpoint URL names another server.
+    Not retried; nothing was written.
+
+    Attributes:
+        endpoint_url: the URL the request went to.
+        status: the answer's HTTP status.
+        content_type: its media type (``"text/html"``; ``""``: none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        endpoint_url: str = "",
+        status: int = 0,
+        content_type: str = "",
+    ) -> None:
+        self.endpoint_url = endpoint_url
+        self.status = status
+        self.content_type = content_type
+        super().__init__(message, code=code, operation=operation)
 
 
 class ServiceUnavailable(StoreError):

@@ -14,7 +14,8 @@ with what a client does with each: docs/web-services.md):
 - ``maybe-applied``: 500 for any error with ``maybe_applied``: look before sending the
   request again. With an idempotency key it is a ``retry`` 503: the same request is safe.
 - ``server``: 500 for everything else: ``ConfigurationError`` (the table, its key schema),
-  ``TableNotFound``, ``ValidationFailed``, ``NumberOutOfRange``, ``CounterValueInvalid``.
+  ``TableNotFound``, ``NotDynamoDB`` (the endpoint URL), ``ValidationFailed``,
+  ``NumberOutOfRange``, ``CounterValueInvalid``.
 
 A server's fault is never a 4xx: the client cannot fix the service's table. Details of 5xx
 answers say nothing of the inside; the cause goes to the server's log (`HttpAnswer.log()`).

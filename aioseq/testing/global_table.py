@@ -191,7 +191,7 @@ class SimulatedGlobalTable:
         opened: dict[str, Transport] = {}
         try:
             for name in names if consistency == "EVENTUAL" else names[:1]:
-                client, stack = await open_client(
+                client, stack, _ = await open_client(
                     session=None,
                     endpoint_url=endpoint_url,
                     region_name=name,

@@ -110,7 +110,7 @@ async def make(
     """A transport on aioseq's own client (as ``DynamoStore.open`` makes it), answered by an
     `Answers` hook registered after the transport's request counter; ``options`` are more of
     `BotocoreTransport`'s."""
-    client, stack = await open_client(
+    client, stack, _ = await open_client(
         session=None,
         endpoint_url=NOWHERE,
         region_name=None,
