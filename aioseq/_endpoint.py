@@ -77,6 +77,7 @@ class EndpointHealth:
         "_probing",
         "_slowest",
         "_unreachable_since",
+        "_why",
         "clock",
         "down_after_secs",
         "down_since",
@@ -112,6 +113,7 @@ class EndpointHealth:
         self._unreachable_since: float | None = None  # connections failing, no answer since
         self._confirming: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
+        self._why = ""  # the evidence it went down on
         self._closed = False
 
     # --- what the transport reports -----------------------------------------------------------
@@ -184,9 +186,8 @@ class EndpointHealth:
         cause = self.last_error
         detail = f"; last error: {cause}" if cause is not None else ""
         error = EndpointDown(
-            f"{operation}: not sent: {self.name} is down (no answer for"
-            f" {max(now - self._last_answer, self.down_after_secs):.1f} s, down for"
-            f" {now - since:.1f} s){detail}",
+            f"{operation}: not sent: {self.name} is down ({self._why}, {now - since:.1f} s"
+            f" ago){detail}",
             operation=operation,
         )
         error.__cause__ = cause
@@ -249,6 +250,7 @@ class EndpointHealth:
 
     def _go_down(self, now: float, why: str) -> None:
         self.down_since = now
+        self._why = why
         log.warning("%s is down (%s): requests fail at once until it answers", self.name, why)
         self._tell(up=False, secs=now - self._last_answer)
         if self.probe is not None and not self._closed and self._probing is None:
