@@ -528,9 +528,11 @@ class EndpointUnreachable(ConnectionFailed):
 
 
 class EndpointDown(EndpointUnreachable):
-    """The store's endpoint has answered no request for ``RetryPolicy.max_unreachable_secs``
-    (no connection, or connections that never answer), so this request was not sent: it fails
-    at once, not retried, until the endpoint answers again (one probe at a time asks it; see
-    [Operations](../operations.md#dynamodb-unreachable)). Nothing was applied."""
+    """The store's endpoint is down on evidence of silence: no connection could be made for
+    ``RetryPolicy.max_unreachable_secs``, or a request and then a probe of its own went
+    unanswered (slowness alone never takes it down). This request was not sent: it fails at
+    once, not retried, until the endpoint answers again (one probe at a time asks it; see
+    [Operations](../operations.md#dynamodb-unreachable)). Nothing was applied; ``__cause__``
+    is the last underlying error."""
 
     retryable = False
