@@ -5,12 +5,12 @@ An endpoint goes *down* on evidence of silence, never on slowness alone:
 - **Unreachable**: no connection could be made (refused, no such host, connect timeout) for
   ``down_after_secs`` (the store's ``RetryPolicy.max_unreachable_secs``), with no answer to
   anything in between. A connection failure is direct evidence.
-- **Silent**: a request has been on its way past the threshold with no answer to anything
-  meanwhile. That is only a suspicion (the answer may be slow, the event loop may have been
-  blocked): a probe of its own is sent at once, and the endpoint goes down only if the probe,
-  given ``down_after_secs`` (or twice the slowest recent answer, if more), gets no answer
-  either and no other answer arrives meanwhile. A check the event loop ran late is not
-  evidence. The threshold is ``down_after_secs``, or three times the slowest recent answer.
+- **Silent**: a request has been on its way for ``down_after_secs`` with no answer to
+  anything meanwhile. That is only a suspicion (the answer may be slow, the event loop may
+  have been blocked): a probe of its own is sent at once, and the endpoint goes down only if
+  the probe, given ``down_after_secs`` too, gets no answer either and no other answer arrives
+  meanwhile. A probe deadline the event loop reached late is not evidence. So an answer
+  slower than ``down_after_secs`` keeps it up, if it comes within twice that.
 
 A request that ends without an answer (its caller cancelled, its connection reset) is no
 longer outstanding: a quiet spell after it is not silence. While the endpoint is down, every
@@ -44,10 +44,6 @@ PROBE_SECS = 0.5
 #: A probe's deadline seen this late (on the loop's time) means the event loop was blocked: its
 #: silence is not the endpoint's (seconds).
 STALL_SECS = 0.5
-#: How much of the slowest recent answer is remembered at each new answer.
-_DECAY = 0.95
-#: The threshold and the probe's deadline stop growing with slow answers here (seconds).
-_MAX_PATIENCE_SECS = 60.0
 
 
 class EndpointHealth:
@@ -75,7 +71,6 @@ class EndpointHealth:
         "_next_ticket",
         "_outstanding",
         "_probing",
-        "_slowest",
         "_unreachable_since",
         "_why",
         "clock",
@@ -109,7 +104,6 @@ class EndpointHealth:
         self._outstanding: dict[int, float] = {}  # ticket -> when sent, oldest first
         self._next_ticket = 0
         self._last_answer = self.up_since
-        self._slowest = 0.0  # the slowest recent answer, decaying
         self._unreachable_since: float | None = None  # connections failing, no answer since
         self._confirming: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
@@ -133,7 +127,7 @@ class EndpointHealth:
                 self._go_down(now, f"no connection for {now - failing:.1f} s")
             elif outstanding and self._confirming is None:
                 oldest = next(iter(outstanding.values()))
-                if now - max(oldest, self._last_answer) >= self._threshold():
+                if now - max(oldest, self._last_answer) >= self.down_after_secs:
                     self._suspect(now)
         outstanding[ticket] = now
         return ticket
@@ -143,9 +137,8 @@ class EndpointHealth:
         now = self.clock.now()
         self._last_answer = now
         self._unreachable_since = None
-        sent = self._outstanding.pop(ticket, None) if ticket is not None else None
-        if sent is not None:
-            self._slowest = max(now - sent, self._slowest * _DECAY)
+        if ticket is not None:
+            self._outstanding.pop(ticket, None)
         if self.down_since is not None:
             down_secs = now - self.down_since
             log.warning("%s answers again after %.1f s down", self.name, down_secs)
@@ -195,9 +188,6 @@ class EndpointHealth:
 
     # --- deciding ---------------------------------------------------------------------------------
 
-    def _threshold(self) -> float:
-        return max(self.down_after_secs, min(3 * self._slowest, _MAX_PATIENCE_SECS))
-
     def _suspect(self, now: float) -> None:
         """A request unanswered past the threshold: confirm with a probe of its own."""
         if self.probe is None or self._closed:
@@ -228,7 +218,7 @@ class EndpointHealth:
         Its deadline is on the loop's time, as a network timeout is."""
         probe = self.probe
         assert probe is not None
-        patience = max(self.down_after_secs, min(2 * self._slowest, _MAX_PATIENCE_SECS))
+        patience = self.down_after_secs
         loop = asyncio.get_running_loop()
         started = loop.time()
         attempt = asyncio.ensure_future(probe())
