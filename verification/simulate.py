@@ -1137,6 +1137,9 @@ def main(argv: list[str] | None = None) -> int:
     with multiprocessing.get_context("fork").Pool(max(1, args.jobs)) as pool:
         for done in pool.imap(_run_many, chunks):
             outcomes += done
+            if len(outcomes) % 100 < len(done):
+                elapsed = time.monotonic() - started
+                print(f"{len(outcomes)} seeds in {elapsed:.0f} s", flush=True)
             failed = [o for o in done if o.violations]
             for outcome in failed:
                 _print_failure(outcome)
