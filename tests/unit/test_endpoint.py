@@ -68,20 +68,32 @@ async def test_one_probe_at_a_time_until_the_endpoint_answers() -> None:
 
 
 async def test_a_silent_probe_is_given_the_limit_then_tried_again() -> None:
-    endpoint = EndpointHealth("http://db", 0.05)
+    clock = ManualClock()
+    endpoint = EndpointHealth("http://db", 0.05, clock)
     started = 0
+    in_flight: list[int] = []  # probes on their way when each one started
+    second = asyncio.Event()
 
     async def probe() -> None:
         nonlocal started
         started += 1
-        await asyncio.sleep(3600)  # accepts, never answers
+        mine = started
+        in_flight.append(mine)
+        if mine == 2:
+            second.set()
+        try:
+            await asyncio.sleep(3600)  # accepts, never answers
+        finally:
+            in_flight.remove(mine)
 
     endpoint.probe = probe
     endpoint.sending()
-    await asyncio.sleep(0.06)
+    clock.advance(0.06)
     assert endpoint.is_down()
-    await asyncio.sleep(0.05 + PROBE_SECS + 0.1)
-    assert started == 2  # the first timed out; one at a time
+    # The limit is the loop's 50 ms (asyncio.wait_for); the pause between probes, the clock's.
+    await asyncio.wait_for(second.wait(), 30)
+    assert in_flight == [2]  # the first timed out before the second started: one at a time
+    assert clock.slept == [PROBE_SECS]
     await endpoint.aclose()
     assert endpoint._probing is None
 
