@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 AIOSEQ_REQUIRE_DYNAMODB_LOCAL ?= $(if $(CI),1,0)
 export AIOSEQ_REQUIRE_DYNAMODB_LOCAL
 
-.PHONY: demo test test-unit test-integration coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions bench-global-tables bench-service soak simulate simulate-ci clean
+.PHONY: demo test test-unit test-integration test-under-load coverage lint dist docs docs-serve docs-outputs docs-outputs-check bench bench-defaults bench-guard bench-keys bench-fairness bench-liveness bench-outage bench-hard-days bench-partitions bench-global-tables bench-service soak simulate simulate-ci clean
 
 demo: $(VENV)/.installed-server
 	$(BIN)/aioseq demo $(ARGS)
@@ -39,8 +39,16 @@ coverage: $(VENV)/.installed-dev
 	$(BIN)/python scripts/check_coverage.py
 
 # The half against the servers: the serialized moto server and Amazon DynamoDB Local.
+PYTEST_INTEGRATION = scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/integration $(ARGS)
+
 test-integration: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
-	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal tests/integration $(ARGS)
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local $(PYTEST_INTEGRATION)
+
+# The integration half on a loaded machine: two busy processes spin beside it (scripts/cpu-hogs,
+# killed when it ends), as when simulations or other builds share the cores.
+HOGS ?= 2
+test-under-load: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
+	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/cpu-hogs $(HOGS) -- $(PYTEST_INTEGRATION)
 
 # scripts/ (the docs' outputs and the site's check) uses the docs extra's packages.
 lint: $(VENV)/.installed-dev $(VENV)/.installed-docs

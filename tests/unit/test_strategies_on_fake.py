@@ -25,14 +25,21 @@ from aioseq import (
 )
 from aioseq.config import TURN_ATTRIBUTE, TableSpec
 from aioseq.layout import ShardedItems
-from aioseq.testing import FakeDynamoDB
+from aioseq.testing import FakeDynamoDB, ManualClock
 
 TABLE = "aioseq"
 NO_WAIT = RetryPolicy(max_attempts=20, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
 
 
-async def open_store(fake: FakeDynamoDB, table: TableSpec | str = TABLE) -> DynamoStore:
-    store = DynamoStore(transport=fake, table=table, retry_policy=NO_WAIT)
+async def open_store(
+    fake: FakeDynamoDB, table: TableSpec | str = TABLE, clock: ManualClock | None = None
+) -> DynamoStore:
+    if clock is None:
+        store = DynamoStore(transport=fake, table=table, retry_policy=NO_WAIT)
+    else:  # (no idle sweep: its sleeps in a loop would race the clock ahead)
+        store = DynamoStore(
+            transport=fake, table=table, retry_policy=NO_WAIT, clock=clock, idle_secs=None
+        )
     await store.create_table()
     fake.reset()
     return store
@@ -109,7 +116,8 @@ async def test_a_strategy_made_with_bad_arguments_is_refused(
 async def test_writers_that_met_on_a_counter_leave_its_queue_empty(fake: FakeDynamoDB) -> None:
     """Two processes' writers race on one counter: the loser of a race queues; both hand out
     distinct numbers, and once nobody waits, each takes its entries out of the queue."""
-    stores = [await open_store(fake) for _ in range(2)]
+    clock = ManualClock()  # the places' grace and the writers' leases take no real time
+    stores = [await open_store(fake, clock=clock) for _ in range(2)]
     counters = [
         s.optimistic_counter("c", group=group)
         for s, group in zip(stores, (True, False), strict=True)
@@ -126,8 +134,8 @@ async def test_writers_that_met_on_a_counter_leave_its_queue_empty(fake: FakeDyn
     assert queued and all(
         TURN_ATTRIBUTE in r.params["ExpressionAttributeNames"].values() for r in queued
     )
-    for _ in range(50):  # the places given up off the callers' path, after a grace
-        await asyncio.sleep(0.01)
+    for _ in range(200):  # the places given up off the callers' path, after a grace
+        await asyncio.sleep(0)
         (counter_item,) = [i for i in fake.items(TABLE) if i["pk"] == {"S": "c"}]
         if not counter_item.get(TURN_ATTRIBUTE, {}).get("L"):
             break

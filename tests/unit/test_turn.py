@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from aioseq._retry import RetryEngine
-from aioseq.clock import LoopClock
 from aioseq.config import TURN_ATTRIBUTE, RetryPolicy, TableSpec
 from aioseq.errors import ConditionFailed, Throttled
 from aioseq.strategies._recent_writes import CounterState
@@ -105,8 +104,10 @@ class QueueStore:
     def __init__(self, *entries: str) -> None:
         self.queue = list(entries)
         self.table = TableSpec()
-        self.clock = LoopClock()
-        self.retry = RetryEngine(RetryPolicy(max_attempts=3, initial_backoff_secs=0.001))
+        self.clock = ManualClock()  # the grace and the backoffs take no real time
+        self.retry = RetryEngine(
+            RetryPolicy(max_attempts=3, initial_backoff_secs=0.001), clock=self.clock
+        )
         self.fail = False
         self.sent: list[str] = []
         self.reading = asyncio.Event()  # set when a GetItem arrives
@@ -138,13 +139,21 @@ class QueueStore:
         return {"Attributes": self._item()}
 
 
+async def let_the_others_run() -> None:
+    """Turns of the loop enough for a give-up's grace, read and removal to end: on the
+    store's `ManualClock` none of them waits on real time, so the count bounds them."""
+    for _ in range(100):
+        await asyncio.sleep(0)
+
+
 async def test_a_writer_with_nobody_to_write_for_leaves_after_the_grace() -> None:
     store = QueueStore("other:1:500", "mine:1:500", "behind:1:500")
     turn = Turn(store, "c")  # type: ignore[arg-type]
     turn._mine = "mine:1:500"
     turn.give_up(lambda: False)
     assert store.queue[1] == "mine:1:500"  # not on the caller's path
-    await asyncio.sleep(GIVE_UP_GRACE_SECS * 3)
+    await let_the_others_run()
+    assert store.clock.slept[0] == GIVE_UP_GRACE_SECS
     assert store.queue == ["other:1:500", "behind:1:500"]  # found by a read, then removed
     assert turn.entry is None and not turn.holds
 
@@ -154,7 +163,8 @@ async def test_a_writer_wanted_again_within_the_grace_keeps_its_place() -> None:
     turn = Turn(store, "c")  # type: ignore[arg-type]
     turn._mine = "mine:1:500"
     turn.give_up(lambda: True)  # a caller called again at once
-    await asyncio.sleep(GIVE_UP_GRACE_SECS * 3)
+    await let_the_others_run()
+    assert store.clock.slept == [GIVE_UP_GRACE_SECS]
     assert store.queue == ["other:1:500", "mine:1:500"] and turn.entry == "mine:1:500"
     assert store.sent == []
 
@@ -169,7 +179,7 @@ async def test_a_give_up_asked_while_a_leave_runs_is_served_after_it() -> None:
     turn._mine = "second:1:500"  # a new commit enqueued meanwhile; its callers left too
     turn.give_up(lambda: False)
     store.gate.set()
-    await asyncio.sleep(GIVE_UP_GRACE_SECS * 4)
+    await let_the_others_run()
     assert store.queue == ["x:1:500"]
 
 
