@@ -422,9 +422,8 @@ class BotocoreTransport:
         self._requests[event_name] += 1  # by event name: no string work per request
 
     def _check_answer(self, **kwargs: Any) -> None:
-        _raise_unless_dynamodb(
-            **kwargs
-        )  # (a handler of this transport's own: unregistered on close)
+        # (A handler of this transport's own, so that its close unregisters only it.)
+        _raise_unless_dynamodb(**kwargs)
 
     def validate(self, operation: str, params: dict[str, Any]) -> None:
         """Check ``params`` against the operation's input shape with botocore's own validator,
