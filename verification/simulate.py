@@ -81,8 +81,9 @@ CALL_BOUND_SECS = 120.0
 SET_FORWARD = frozenset({"atomic", "allocator"})
 #: A misconfigured Region (another scope on a key) may hand out numbers the other Region hands
 #: out until the key's scope record has replicated and been read again: at most this long
-#: after the replication delay, in virtual seconds (a recheck period and its retries).
-SCOPE_SETTLE_SECS = 12.0
+#: after the replication delay, in virtual seconds (readings are at most 10 s apart, and a
+#: reading that fails under the faults is tried at the next one: two periods and retries).
+SCOPE_SETTLE_SECS = 25.0
 #: Faults the network draws, with their weights within a scenario's fault rate.
 FAULT_KINDS = {
     "response-lost": 4,
@@ -866,10 +867,12 @@ def check(run: Run) -> list[Violation]:
             for i in items
             if i.get("sk") == 0 and not str(i.get("aioseq_numbering", grown)).startswith(grown)
         }
-    # A misconfigured deployment numbers twice until the scope records have replicated.
-    window = scenario.replication_delay_secs + SCOPE_SETTLE_SECS
     for key, calls in sorted(by_key.items()):
         strategy = calls[0].strategy
+        # A misconfigured deployment numbers twice until the key's scope records, created by
+        # each Region at its first use of the key, have replicated and been read again.
+        first_use = {c.region: c.started for c in reversed(calls)}
+        window = max(first_use.values()) + scenario.replication_delay_secs + SCOPE_SETTLE_SECS
         holders: dict[int, Call] = {}
         for call in calls:
             if call.error is not None and call.process not in crashed and not _expected(call, run):
