@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+import weakref
 from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -244,8 +245,10 @@ class BlockAllocator:
         self._counter = AtomicCounter(
             store, key, max_value=last_k, numbering=numbering, adopt=False
         )
-        # Numbers reserved under a numbering that lost are not handed out (counted as waste).
-        self._counter.on_writes_refused = self._abandon_blocks
+        # Numbers reserved under a numbering that lost are not handed out (counted as waste);
+        # through a weak reference, so that the counter keeps no cycle back to its allocator
+        # (a dropped allocator dies by reference counting).
+        self._counter.on_writes_refused = _abandoning(weakref.ref(self))
         self.max_value = max_value
         self.min_block_size = min_block_size
         self.max_block_size = max_block_size
@@ -737,3 +740,15 @@ class BlockAllocator:
             f" available={self.available} block_size={self._block_size}"
             f" waiting={len(self._waiting)}>"
         )
+
+
+def _abandoning(allocator: weakref.ref[BlockAllocator]) -> Callable[[], None]:
+    """What a counter calls when it refuses writes for good: its allocator, if alive, lets go
+    of its blocks."""
+
+    def abandon() -> None:
+        found = allocator()
+        if found is not None:
+            found._abandon_blocks()
+
+    return abandon
