@@ -5,11 +5,13 @@ the default 3 s limit to 0.5 s, through a proxy that holds answers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
-from aioseq import DynamoStore, RetryPolicy
+from aioseq import DynamoStore, RetryPolicy, TableSpec
 from aioseq.testing import CapacityModel
 from aioseq.testing.fault_proxy import FaultProxy
 
@@ -17,12 +19,23 @@ LIMIT_SECS = 0.5
 POLICY = RetryPolicy(max_unreachable_secs=LIMIT_SECS)
 
 
-def slow_proxy(endpoint: str, secs: float) -> FaultProxy:
-    """A proxy that answers every request ``secs`` late (a round trip; no budget to speak of)."""
+@contextlib.asynccontextmanager
+async def slow_store(table: TableSpec, endpoint: str) -> AsyncIterator[DynamoStore]:
+    """A store whose every request is answered 1.6 times the limit late, through a proxy (a
+    round trip; no budget to speak of)."""
+    secs = 1.6 * LIMIT_SECS
     model = CapacityModel(
         partition_wcu_per_sec=1e6, partition_rcu_per_sec=1e6, round_trip_secs=(secs, secs)
     )
-    return FaultProxy(endpoint, capacity=model)
+    proxy = FaultProxy(endpoint, capacity=model)
+    proxy.start()
+    try:
+        async with DynamoStore.open(
+            table=table, endpoint_url=proxy.endpoint_url, retry_policy=POLICY
+        ) as store:
+            yield store
+    finally:
+        proxy.stop()
 
 
 @pytest.mark.slow
@@ -30,20 +43,13 @@ def slow_proxy(endpoint: str, secs: float) -> FaultProxy:
 async def test_a_cancelled_caller_then_quiet_is_not_down(
     aioseq_store: DynamoStore, aioseq_endpoint: str
 ) -> None:
-    proxy = slow_proxy(aioseq_endpoint, 1.6 * LIMIT_SECS)
-    proxy.start()
-    try:
-        async with DynamoStore.open(
-            table=aioseq_store.table, endpoint_url=proxy.endpoint_url, retry_policy=POLICY
-        ) as store:
-            counter = store.atomic_counter("quiet")
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(counter.next(), 0.2)  # its request goes on, applied
-            await asyncio.sleep(3 * LIMIT_SECS)  # a quiet spell past the limit
-            assert await counter.next() in (1, 2)  # slow (held), not refused
-            assert store.endpoint.down_since is None
-    finally:
-        proxy.stop()
+    async with slow_store(aioseq_store.table, aioseq_endpoint) as store:
+        counter = store.atomic_counter("quiet")
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(counter.next(), 0.2)  # its request goes on
+        await asyncio.sleep(3 * LIMIT_SECS)  # a quiet spell past the limit
+        assert await counter.next() in (1, 2)  # slow (held), not refused
+        assert store.endpoint.down_since is None
 
 
 @pytest.mark.slow
@@ -51,21 +57,14 @@ async def test_a_cancelled_caller_then_quiet_is_not_down(
 async def test_answers_slower_than_the_limit_are_not_down(
     aioseq_store: DynamoStore, aioseq_endpoint: str
 ) -> None:
-    proxy = slow_proxy(aioseq_endpoint, 1.6 * LIMIT_SECS)
-    proxy.start()
-    try:
-        async with DynamoStore.open(
-            table=aioseq_store.table, endpoint_url=proxy.endpoint_url, retry_policy=POLICY
-        ) as store:
-            counter = store.atomic_counter("slow")
-            calls = []
-            for _ in range(20):  # one call every 0.1 s, each answered after 0.8 s
-                calls.append(asyncio.create_task(counter.next()))
-                await asyncio.sleep(0.1)
-            assert sorted(await asyncio.gather(*calls)) == list(range(1, 21))
-            assert store.endpoint.down_since is None
-    finally:
-        proxy.stop()
+    async with slow_store(aioseq_store.table, aioseq_endpoint) as store:
+        counter = store.atomic_counter("slow")
+        calls = []
+        for _ in range(20):  # one call every 0.1 s, each answered after 0.8 s
+            calls.append(asyncio.create_task(counter.next()))
+            await asyncio.sleep(0.1)
+        assert sorted(await asyncio.gather(*calls)) == list(range(1, 21))
+        assert store.endpoint.down_since is None
 
 
 @pytest.mark.slow
