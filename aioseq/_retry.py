@@ -27,6 +27,7 @@ from tenacity.retry import retry_base
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
+from aioseq._endpoint import EndpointHealth
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import RetryPolicy
 from aioseq.errors import (
@@ -141,16 +142,23 @@ class RetryEngine:
         policy: the bounds and the waits.
         observer: if given, each retry is reported to its ``on_retry``.
         clock: what bounds are measured and waits are slept on (the store's).
+        answers: the endpoint's health (the store's transport's), asked whether it answered
+            anything during a call whose connections fail; ``None``: never asked.
     """
 
-    __slots__ = ("clock", "observer", "policy", "retry_if", "stop", "wait")
+    __slots__ = ("answers", "clock", "observer", "policy", "retry_if", "stop", "wait")
 
     def __init__(
-        self, policy: RetryPolicy, observer: Observer | None = None, clock: Clock | None = None
+        self,
+        policy: RetryPolicy,
+        observer: Observer | None = None,
+        clock: Clock | None = None,
+        answers: EndpointHealth | None = None,
     ) -> None:
         self.policy = policy
         self.observer = observer
         self.clock: Clock = clock or LoopClock()
+        self.answers = answers
         # tenacity's objects, built once and shared by every run (each reads its own run).
         self.stop = (
             _AttemptsSpent(policy.max_attempts)
@@ -360,8 +368,10 @@ class _Elapsed(stop_base):
 class _Unreachable(stop_base):
     """Stop on an endpoint that cannot be connected to at all
     ([`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) once ``secs`` have passed
-    since the first attempt: such a request was never sent, and waiting out ``max_delay_secs``
-    only delays the error."""
+    since the first attempt with no answer from it to anything meanwhile: such a request was
+    never sent, and waiting out ``max_delay_secs`` only delays the error. A connection that
+    failed while the endpoint answers other requests (a connect timeout on a loaded machine,
+    a full listen backlog) is slowness, not silence: retried within the other bounds."""
 
     def __init__(self, secs: float) -> None:
         self.secs = secs
@@ -371,7 +381,10 @@ class _Unreachable(stop_base):
         if outcome is None or not isinstance(outcome.exception(), EndpointUnreachable):
             return False
         run = _run_of(retry_state)
-        return run.engine.clock.now() - run.started >= self.secs
+        engine = run.engine
+        if engine.clock.now() - run.started < self.secs:
+            return False
+        return engine.answers is None or not engine.answers.answered_since(run.started)
 
 
 class _Backoff(wait_base):

@@ -226,7 +226,9 @@ class DynamoStore:
         self._describing: asyncio.Future[Replication] | None = None
         self.observer = transport.observer
         #: The retry engine every request of this store and its objects runs under.
-        self.retry = RetryEngine(self.retry_policy, self.observer, self.clock)
+        self.retry = RetryEngine(
+            self.retry_policy, self.observer, self.clock, answers=transport.endpoint
+        )
         self._closed = False  # aclose() began: new calls on the store's objects are refused
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.

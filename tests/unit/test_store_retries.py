@@ -17,6 +17,7 @@ from aioseq import (
     RetriesExhausted,
     RetryPolicy,
 )
+from aioseq._endpoint import EndpointHealth
 from aioseq._retry import RetryEngine, Verdict
 from aioseq._transport import BotocoreTransport
 from aioseq.testing import ManualClock
@@ -150,3 +151,36 @@ async def test_an_endpoint_unanswered_for_the_limit_fails_every_call_at_once() -
             await asyncio.sleep(0.01)
         assert store.requests["DescribeEndpoints"] >= 1  # the probe: still refused
         assert store.endpoint.down_since is not None
+
+
+@pytest.mark.parametrize("others_answered", [True, False])
+async def test_a_slow_connect_is_retried_while_the_endpoint_answers_others(
+    others_answered: bool,
+) -> None:
+    """A connection that failed after longer than max_unreachable_secs (a connect timeout on
+    a loaded machine) while the endpoint answered other requests is slowness: retried. With
+    no answer to anything meanwhile, it is unreachability: the call stops there."""
+    clock = ManualClock()
+    health = EndpointHealth("http://db", 3.0, clock)
+    engine = RetryEngine(RetryPolicy(max_attempts=5), clock=clock, answers=health)
+    timeouts = 2
+
+    async def attempt() -> int:
+        nonlocal timeouts
+        if timeouts == 0:
+            return 7
+        timeouts -= 1
+        ticket = health.sent()
+        clock.advance(5.0)  # botocore's connect timeout, on a machine too busy to accept
+        if others_answered:
+            health.answered(health.sent())  # another request's answer meanwhile
+        health.unreachable(ticket, EndpointUnreachable("UpdateItem: connect timeout"))
+        raise EndpointUnreachable("UpdateItem: connect timeout")
+
+    if others_answered:
+        assert await engine.run(attempt) == 7
+        assert not health.is_down()
+    else:
+        with pytest.raises(RetriesExhausted) as caught:
+            await engine.run(attempt)
+        assert caught.value.attempts == 1
