@@ -16,6 +16,7 @@ from aioseq import ConnectionFailed, DynamoStore, Observer, OptimisticCounter, T
 from aioseq._workload import stored_numbers
 from aioseq.config import TOKENS_ATTRIBUTE, TURN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.observe import RequestEvent
+from aioseq.strategies._turn import MAX_LEASE_SECS, entry
 
 TOTAL = 160  # calls looked at: the first TOTAL to complete
 TASKS = 8  # concurrent callers per writer
@@ -81,6 +82,12 @@ async def test_a_queue_entry_whose_writer_vanished_is_removed(aioseq_store: Dyna
     assert_exactly(await stored_numbers(aioseq_store, "invoices"), 1, 2)
 
 
+#: A writer ahead taking 2 numbers, with the longest lease on the head: its one write may be
+#: slow on a loaded machine (a shared moto server answers a request in over 0.5 s there),
+#: and the writer behind must wait for it, not remove it as vanished.
+AHEAD = entry("other", 2, MAX_LEASE_SECS)
+
+
 class WritesAhead(Observer):
     """Once the observed writer's first ``UpdateItem`` (its enqueue) is answered, another
     writer, queued ahead of it with 2 numbers, commits them."""
@@ -122,8 +129,8 @@ async def test_a_writer_behind_another_writes_from_the_predicted_value(
     aioseq_store: DynamoStore,
 ) -> None:
     assert await TransactionalCounter(aioseq_store, "c").put(invoice) == 1
-    await queue_ahead(aioseq_store, "other:2")  # another process queued to take 2 numbers
-    observer = WritesAhead(aioseq_store, "other:2")
+    await queue_ahead(aioseq_store, AHEAD)  # another process queued to take 2 numbers
+    observer = WritesAhead(aioseq_store, AHEAD)
     behind = TransactionalCounter(
         DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c"
     )
@@ -179,8 +186,8 @@ async def test_a_put_form_writer_behind_another_writes_from_the_item_itself(
     which a prediction does not know: the writer behind reads the item and keeps the ring
     slot of the write ahead of it (else that write's lost answer could not be resolved)."""
     assert await OptimisticCounter(aioseq_store, "c", write="put").next() == 1
-    await queue_ahead(aioseq_store, "other:2")
-    observer = WritesAhead(aioseq_store, "other:2")
+    await queue_ahead(aioseq_store, AHEAD)
+    observer = WritesAhead(aioseq_store, AHEAD)
     behind = OptimisticCounter(
         DynamoStore(aioseq_store.client, aioseq_store.table, observer=observer), "c", write="put"
     )
