@@ -134,8 +134,9 @@ class RetryPolicy:
         max_unreachable_secs: how long an endpoint that cannot be connected to at all
             (connection refused, no such host, connect timeout:
             [`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) is retried, in seconds since
-            the first attempt (> 0). Such a request was never sent, and retrying a gone server for
-            the whole ``max_delay_secs`` only delays the error.
+            the first attempt, while the endpoint answers nothing else (> 0). Such a request was
+            never sent, and retrying a gone server for the whole ``max_delay_secs`` only delays
+            the error.
 
     The waits and the bounds are on the store's clock ([`aioseq.clock`][aioseq.clock]).
     """
