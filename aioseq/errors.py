@@ -383,13 +383,19 @@ class StoreError(AioseqError):
         code: DynamoDB's error code (``"ValidationException"`` ...), or the botocore exception
             name for connection errors.
         operation: the API operation (``"UpdateItem"`` ...).
+        maybe_applied: see [`AioseqError`][aioseq.errors.AioseqError]; set where the error is
+            made, per request (the transport: only a write's 5xx or lost answer; never a
+            read's).
     """
 
     retryable = False
 
-    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = False
+    ) -> None:
         self.code = code
         self.operation = operation
+        self.maybe_applied = maybe_applied
         super().__init__(message)
 
 
@@ -503,19 +509,29 @@ class NotDynamoDB(StoreError):
 
 
 class ServiceUnavailable(StoreError):
-    """DynamoDB failed on its side (``InternalServerError``, HTTP 5xx). Retryable; the request
-    may or may not have been applied."""
+    """DynamoDB failed on its side (``InternalServerError``, HTTP 5xx). Retryable; a write
+    may or may not have been applied (``maybe_applied``, set per request where the error is
+    made: false for a read, which applies nothing)."""
 
     retryable = True
-    maybe_applied = True
+
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = True
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=maybe_applied)
 
 
 class ConnectionFailed(StoreError):
     """The request or its response was lost on the way (connection refused or reset, timeout).
-    Retryable; the request may or may not have been applied."""
+    Retryable; a write may or may not have been applied (``maybe_applied``, set per request
+    where the error is made: false for a read, which applies nothing)."""
 
     retryable = True
-    maybe_applied = True
+
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = True
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=maybe_applied)
 
 
 class EndpointUnreachable(ConnectionFailed):
@@ -524,7 +540,8 @@ class EndpointUnreachable(ConnectionFailed):
     ``RetryPolicy.max_unreachable_secs`` (3 s by default): an endpoint that stays unreachable
     is reported quickly, naming it, instead of after the whole retry budget."""
 
-    maybe_applied = False
+    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=False)
 
 
 class EndpointDown(EndpointUnreachable):
