@@ -31,6 +31,7 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterBehindItems",
     "CounterNotFound",
     "CounterValueInvalid",
     "CounterWouldMoveBack",
@@ -341,6 +342,43 @@ class ItemAlreadyExists(AioseqError):
         self.maybe_applied = maybe_applied
         written = "this call may have written it" if maybe_applied else "nothing was written"
         super().__init__(f"an item with key {self.key!r} already exists; {written}")
+
+
+class CounterBehindItems(ItemAlreadyExists):
+    """The item for the counter's next number exists, and its key is made from its number: the
+    counter stands below numbers its items already use (a table restored to an older counter
+    item, a counter set back, another counter numbering the same items). Nothing was written
+    (unless ``maybe_applied``, as for [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]).
+    The service's fault, not its client's: every put meets it until the counter is moved past
+    its items (``aioseq audit`` finds them and prints the ``aioseq start-after`` command that
+    fixes it; docs/operations.md). The message names the counter and the number, not the
+    item's key.
+
+    Attributes:
+        counter_key: the counter key.
+        number: the number whose item exists.
+        key: the primary key of the item that exists (as for ``ItemAlreadyExists``).
+    """
+
+    def __init__(
+        self,
+        counter_key: str,
+        number: int,
+        key: Mapping[str, Any],
+        *,
+        maybe_applied: bool = False,
+    ) -> None:
+        self.counter_key = counter_key
+        self.number = number
+        self.key = dict(key)
+        self.maybe_applied = maybe_applied
+        written = "this call may have written it" if maybe_applied else "nothing was written"
+        AioseqError.__init__(
+            self,
+            f"counter {counter_key!r} is behind its items: the item for its next number,"
+            f" {number}, exists already; {written}. Move the counter past its items (aioseq"
+            " audit prints the aioseq start-after command that does it)",
+        )
 
 
 class IdempotencyKeyInvalid(ConfigurationError):

@@ -23,6 +23,7 @@ from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
+    CounterBehindItems,
     ItemAlreadyExists,
     NumberOutOfRange,
     TransactionCanceled,
@@ -68,7 +69,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
     The transaction's ``CancellationReasons`` say what failed:
 
     - the item's condition: the item exists, [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]
-      is raised at once and the counter is unchanged;
+      is raised at once and the counter is unchanged (its subclass
+      [`CounterBehindItems`][aioseq.errors.CounterBehindItems] when the item's key is made from
+      its number: the counter stands below its items, the service's fault);
     - the counter's condition: another writer won; its value comes back in the reason
       (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and the transaction is tried again with
       it, no second read;
@@ -299,7 +302,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 as another table's key types): nothing is written, no number is used; in a
                 group it fails alone and the rest is committed without it.
             ItemAlreadyExists: an item with that primary key exists (nothing is written, the
-                counter is unchanged; unless ``maybe_applied``: see lost answers above).
+                counter is unchanged; unless ``maybe_applied``: see lost answers above);
+                `CounterBehindItems` when the item's key is made from its number (made for
+                another number it has another key): the counter is behind its items.
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written; a recorded ``idempotency_key`` gets its number instead, one
@@ -527,14 +532,18 @@ class TransactionalCounter(ConditionalCounterStrategy):
             reasons[1 + len(group) :],
             lambda put, n: self._make_item(put.request.request, n),
         )
-        for put, item, code, reason in zip(
-            group, items, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
+        for put, item, number, code, reason in zip(
+            group, items, write.results, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
         ):
             if code == "ConditionalCheckFailed":
                 # (maybe_applied: its unresolved transaction may have stored this item,
                 # one that does not change with its number: `_found_stored()` cannot tell)
                 maybe = put in self._maybe_stored
-                error: Exception = ItemAlreadyExists(self._key_of(item), maybe_applied=maybe)
+                error: Exception = (
+                    CounterBehindItems(self.key, number, self._key_of(item), maybe_applied=maybe)
+                    if self._keyed_by_number(put.request.request, item, number)
+                    else ItemAlreadyExists(self._key_of(item), maybe_applied=maybe)
+                )
             elif code == "ValidationError":
                 message = str(reason.get("Message", "invalid item"))
                 error = ValidationFailed(message, code=code, operation="TransactWriteItems")
@@ -544,6 +553,18 @@ class TransactionalCounter(ConditionalCounterStrategy):
             if put.waiting:
                 put.future.set_exception(error)
         return failed
+
+    def _keyed_by_number(self, request: ItemSpec, item: Mapping[str, Any], number: int) -> bool:
+        """Whether ``item``, made from ``request`` for ``number``, has a key made from its
+        number: made for the next number (or the one before), it has another key. Then an
+        item in its way means the counter is behind its items, not a key the client chose."""
+        for other in (number + 1, number - 1):
+            try:
+                made = self._make_item(request, other)
+            except Exception:  # (the item function refuses that number: try the other)
+                continue
+            return self._key_values(made) != self._key_values(item)
+        return False
 
     def _remember_maybe_stored(self, write: _Transaction) -> None:
         """Remember the waiting puts of ``write``, maybe applied and unresolved, until their
