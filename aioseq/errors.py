@@ -382,10 +382,11 @@ class CounterBehindItems(ItemAlreadyExists):
 
 
 class IdempotencyKeyInvalid(ConfigurationError):
-    """An idempotency key that cannot be one: not a ``str`` of 1 to 255 characters, or too
-    long for its record's partition key beside a long counter key. Raised before any
-    request; a client's error (an HTTP service answers 400), unlike other configuration
-    errors."""
+    """An idempotency key that cannot be one, whatever the counter: not a ``str`` of 1 to 255
+    characters, or not valid Unicode. Raised before any request; a client's error (an HTTP
+    service answers 400), unlike other configuration errors. (A valid key that does not fit
+    its record's partition key beside a counter key over 1,003 bytes is the counter key's
+    fault: a plain ``ConfigurationError``.)"""
 
 
 class IdempotencyKeyReused(AioseqError, ValueError):

@@ -28,8 +28,11 @@ that finds no number in range (its counter at ``max_value``) reads its key's rec
 
 The record's partition key carries the counter key's length, so no two (counter, key) pairs
 share a record, and each record is a partition key of its own: records spread over
-partitions. Under ``regions=`` the counter key is the Region's (``key@region``), so each
-Region keeps its own records.
+partitions. It must fit DynamoDB's 2,048 bytes: a key that does not fit beside its counter
+key is the client's fault only when no counter key would make room for it (a key is at most
+255 characters, 1,020 bytes: it always fits beside a counter key of `MAX_COUNTER_KEY_BYTES`);
+otherwise the counter key is too long, the service's fault. Under ``regions=`` the counter
+key is the Region's (``key@region``), so each Region keeps its own records.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from aioseq._limits import (
 from aioseq.contracts import Store
 from aioseq.errors import (
     AioseqError,
+    ConfigurationError,
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
@@ -65,6 +69,7 @@ from aioseq.errors import (
 )
 
 __all__ = [
+    "MAX_COUNTER_KEY_BYTES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "IdempotencyRecords",
     "KeyedPut",
@@ -76,6 +81,12 @@ MAX_IDEMPOTENCY_KEY_CHARS = 255
 
 #: The partition key value of every idempotency record starts with this.
 RECORD_PREFIX = "aioseq-idempotency#"
+
+#: The longest counter key (as scoped, ``key@region`` under ``regions=``) beside which every
+#: valid idempotency key fits its record's partition key: 1,003 UTF-8 bytes.
+MAX_COUNTER_KEY_BYTES = (
+    MAX_PARTITION_KEY_BYTES - len(RECORD_PREFIX) - 4 - 2 - 4 * MAX_IDEMPOTENCY_KEY_CHARS
+)
 
 #: How many keys a counter object remembers (with their numbers and items' hashes, until
 #: their records expire), to answer a replay that comes back to it with no request.
@@ -166,7 +177,10 @@ class IdempotencyRecords:
         record's partition key fits DynamoDB's 2,048 bytes.
 
         Raises:
-            IdempotencyKeyInvalid: it is not.
+            IdempotencyKeyInvalid: it is not a key, whatever the counter (the client's fault).
+            ConfigurationError: a valid key that does not fit beside this counter key: the
+                counter key is too long (the service's fault; at most
+                `MAX_COUNTER_KEY_BYTES` holds every key).
         """
         if not isinstance(idempotency_key, str) or not (
             0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS
@@ -181,11 +195,14 @@ class IdempotencyRecords:
             raise IdempotencyKeyInvalid(
                 f"idempotency key {idempotency_key!r:.80} is not valid Unicode"
             ) from None
-        if size > MAX_PARTITION_KEY_BYTES:
-            raise IdempotencyKeyInvalid(
-                f"idempotency key {idempotency_key!r:.80} is too long for counter"
-                f" {self.counter_key!r:.80}: its record's partition key passes"
-                f" {MAX_PARTITION_KEY_BYTES} bytes"
+        if size > MAX_PARTITION_KEY_BYTES:  # (never with a counter key of the bound below)
+            scoped = self.store.scoped_key(self.counter_key)
+            raise ConfigurationError(
+                f"counter key {scoped!r:.80} is too long for idempotency keys: beside its"
+                f" {len(scoped.encode())} UTF-8 bytes, an idempotency key's record passes"
+                f" DynamoDB's {MAX_PARTITION_KEY_BYTES} bytes of partition key; a counter key"
+                f" of at most {MAX_COUNTER_KEY_BYTES} bytes holds every valid key. Nothing was"
+                " written"
             )
         return idempotency_key
 

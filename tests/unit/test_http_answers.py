@@ -179,3 +179,23 @@ async def test_a_sort_key_put_that_only_read_applied_nothing(
     with pytest.raises(AioseqError) as wrote:
         await tickets.put({"title": "crash"})
     assert wrote.value.maybe_applied and http_answer(wrote.value).status == 500
+
+
+async def test_a_long_counter_key_is_not_the_clients_fault(fake_store: DynamoStore) -> None:
+    """A valid idempotency key that does not fit beside a long counter key: the counter key
+    is the service's (500); a key that is not one is the client's (400). Nothing is written."""
+    counter = fake_store.transactional_counter("c" * 1100)  # 1,100 bytes: over 1,003
+    assert await counter.put(invoice, idempotency_key="k" * 255) == 1  # (this one fits)
+    valid = "\U0001f600" * 255  # 255 characters, 1,020 bytes: the longest valid key
+    with pytest.raises(ConfigurationError) as raised:
+        await counter.put(invoice, idempotency_key=valid)
+    assert not isinstance(raised.value, IdempotencyKeyInvalid)
+    assert "1003 bytes" in str(raised.value)
+    assert http_answer(raised.value).status == 500
+    with pytest.raises(IdempotencyKeyInvalid) as invalid:
+        await counter.put(invoice, idempotency_key="k" * 256)
+    assert http_answer(invalid.value).status == 400
+    assert await counter.current() == 1
+    at_most = fake_store.transactional_counter("c" * 1003)
+    other = await at_most.put(lambda n: {"pk": f"other#{n}", "sk": n}, idempotency_key=valid)
+    assert other == 1  # the longest key fits
