@@ -29,6 +29,7 @@ from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import (
     DEFAULT_TABLE_NAME,
+    IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
@@ -540,6 +541,7 @@ class DynamoStore:
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> SortKeyCounter:
         """The [`SortKeyCounter`][aioseq.SortKeyCounter] this store shares for ``partition``:
         made as ``SortKeyCounter(store, partition, ...)`` with these arguments on the first
@@ -560,6 +562,7 @@ class DynamoStore:
             max_in_flight,
             _grouping(group),
             idempotency_ttl_secs,
+            idempotency_memory_bytes,
         )
         found: SortKeyCounter | None = self._shared.shared(
             "sort_key_counter", partition, options, _SORT_KEY_OPTIONS
@@ -576,6 +579,7 @@ class DynamoStore:
                 max_in_flight=max_in_flight,
                 group=group,
                 idempotency_ttl_secs=idempotency_ttl_secs,
+                idempotency_memory_bytes=idempotency_memory_bytes,
             )
             found = self._shared.add("sort_key_counter", options, made)
         return found
@@ -591,6 +595,7 @@ class DynamoStore:
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> TransactionalCounter:
         """The [`TransactionalCounter`][aioseq.TransactionalCounter] this store shares for
         ``key``: made as ``TransactionalCounter(store, key, ...)`` with these arguments on the
@@ -610,6 +615,7 @@ class DynamoStore:
             max_in_flight,
             _grouping(group),
             idempotency_ttl_secs,
+            idempotency_memory_bytes,
         )
         found: TransactionalCounter | None = self._shared.shared(
             "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
@@ -626,6 +632,7 @@ class DynamoStore:
                 max_in_flight=max_in_flight,
                 group=group,
                 idempotency_ttl_secs=idempotency_ttl_secs,
+                idempotency_memory_bytes=idempotency_memory_bytes,
             )
             found = self._shared.add("transactional_counter", options, made)
         return found
@@ -1080,6 +1087,7 @@ _SORT_KEY_OPTIONS = (
     "max_in_flight",
     "group",
     "idempotency_ttl_secs",
+    "idempotency_memory_bytes",
 )
 _TRANSACTIONAL_OPTIONS = (
     "item_table",
@@ -1089,6 +1097,7 @@ _TRANSACTIONAL_OPTIONS = (
     "max_in_flight",
     "group",
     "idempotency_ttl_secs",
+    "idempotency_memory_bytes",
 )
 _ALLOCATOR_OPTIONS = (
     "block_size",

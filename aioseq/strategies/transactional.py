@@ -13,6 +13,7 @@ from aioseq._coalesce import Waiter
 from aioseq._items import deserialize, item_size, storable_item
 from aioseq._retry import Verdict
 from aioseq.config import (
+    IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
     MAX_PARTITION_KEY_BYTES,
@@ -141,10 +142,15 @@ class TransactionalCounter(ConditionalCounterStrategy):
             [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
         idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
-            seconds (default 86,400: 24 hours).
+            seconds (default 86,400: 24 hours; at most 10 years).
+        idempotency_memory_bytes: the most memory this object spends remembering the
+            idempotency keys it stored or found, to answer a replay with no request, in bytes
+            (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
+            whatever it is). See docs/web-services.md.
 
     Raises:
-        ConfigurationError: bad key, names, group options or ``idempotency_ttl_secs``.
+        ConfigurationError: bad key, names, group options, ``idempotency_ttl_secs`` or
+            ``idempotency_memory_bytes``.
     """
 
     _transactions = True  # every put is one TransactWriteItems
@@ -161,10 +167,15 @@ class TransactionalCounter(ConditionalCounterStrategy):
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> None:
         item_table = check_table_name(item_table or store.table.name, "item_table")
         records = IdempotencyRecords(  # (checked first)
-            store, key, idempotency_ttl_secs, item_table=item_table
+            store,
+            key,
+            idempotency_ttl_secs,
+            item_table=item_table,
+            memory_bytes=idempotency_memory_bytes,
         )
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         #: The records of ``put``'s idempotency keys.
@@ -331,7 +342,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
-        return replace(super().statistics(), replays=self._records.replays)
+        keys, size = self._records.remembered
+        return replace(
+            super().statistics(),
+            replays=self._records.replays,
+            remembered_keys=keys,
+            remembered_key_bytes=size,
+        )
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
