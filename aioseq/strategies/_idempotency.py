@@ -238,7 +238,7 @@ class IdempotencyRecords:
             raise IdempotencyKeyInvalid(
                 f"idempotency key {idempotency_key!r:.80} is not valid Unicode"
             ) from None
-        if size > MAX_PARTITION_KEY_BYTES:  # (never with a counter key of the bound below)
+        if size > MAX_PARTITION_KEY_BYTES:  # (never beside MAX_COUNTER_KEY_BYTES of counter key)
             scoped = self.store.scoped_key(self.counter_key)
             raise ConfigurationError(
                 f"counter key {scoped!r:.80} is too long for idempotency keys: beside its"

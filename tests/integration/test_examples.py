@@ -154,14 +154,15 @@ async def test_fastapi_bad_input_is_422_and_takes_no_number(
 async def test_fastapi_maps_aioseq_errors_to_statuses(
     fastapi_client: httpx.AsyncClient, aioseq_endpoint: str, orders_table: str
 ) -> None:
-    # An order item that is already there (imported by hand, say): 409, and the counter
-    # does not move, so the next order still gets number 1... once the item is gone.
+    # An order item already there for the next number (imported by hand, say): the counter
+    # is behind its items, the service's fault: a 500 that reveals nothing (the log names
+    # the counter), not a 409 naming the item's key; the counter does not move, so the next
+    # order still gets number 1... once the item is gone.
     async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
         order_1 = {"pk": {"S": "orders-acme#1"}, "sk": {"N": "1"}}
         await store.send_once("put_item", TableName=orders_table, Item=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
-        assert response.status_code == 409
-        assert "already exists" in response.json()["detail"]
+        assert (response.status_code, response.json()) == (500, {"detail": "internal error"})
         await store.send_once("delete_item", TableName=orders_table, Key=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert (response.status_code, response.json()["number"]) == (201, 1)
