@@ -36,6 +36,7 @@ from aioseq.errors import AioseqError as AioseqError
 from aioseq.errors import ConditionFailed as ConditionFailed
 from aioseq.errors import ConfigurationError as ConfigurationError
 from aioseq.errors import ConnectionFailed as ConnectionFailed
+from aioseq.errors import CounterBehindItems as CounterBehindItems
 from aioseq.errors import CounterNotFound as CounterNotFound
 from aioseq.errors import CounterValueInvalid as CounterValueInvalid
 from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
@@ -108,6 +109,7 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterBehindItems",
     "CounterInfo",
     "CounterNotFound",
     "CounterStatistics",

@@ -29,6 +29,8 @@ from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import (
     DEFAULT_TABLE_NAME,
+    EXPIRES_ATTRIBUTE,
+    IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
     NUMBERING_ATTRIBUTE,
@@ -43,6 +45,7 @@ from aioseq.errors import (
     NumberingMismatch,
     StoreClosed,
     StoreError,
+    ValidationFailed,
     WrongEventLoop,
 )
 from aioseq.numbering import (
@@ -542,6 +545,7 @@ class DynamoStore:
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> SortKeyCounter:
         """The [`SortKeyCounter`][aioseq.SortKeyCounter] this store shares for ``partition``:
         made as ``SortKeyCounter(store, partition, ...)`` with these arguments on the first
@@ -562,6 +566,7 @@ class DynamoStore:
             max_in_flight,
             _grouping(group),
             idempotency_ttl_secs,
+            idempotency_memory_bytes,
         )
         found: SortKeyCounter | None = self._shared.shared(
             "sort_key_counter", partition, options, _SORT_KEY_OPTIONS
@@ -578,6 +583,7 @@ class DynamoStore:
                 max_in_flight=max_in_flight,
                 group=group,
                 idempotency_ttl_secs=idempotency_ttl_secs,
+                idempotency_memory_bytes=idempotency_memory_bytes,
             )
             found = self._shared.add("sort_key_counter", options, made)
         return found
@@ -593,6 +599,7 @@ class DynamoStore:
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> TransactionalCounter:
         """The [`TransactionalCounter`][aioseq.TransactionalCounter] this store shares for
         ``key``: made as ``TransactionalCounter(store, key, ...)`` with these arguments on the
@@ -612,6 +619,7 @@ class DynamoStore:
             max_in_flight,
             _grouping(group),
             idempotency_ttl_secs,
+            idempotency_memory_bytes,
         )
         found: TransactionalCounter | None = self._shared.shared(
             "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
@@ -628,6 +636,7 @@ class DynamoStore:
                 max_in_flight=max_in_flight,
                 group=group,
                 idempotency_ttl_secs=idempotency_ttl_secs,
+                idempotency_memory_bytes=idempotency_memory_bytes,
             )
             found = self._shared.add("transactional_counter", options, made)
         return found
@@ -974,25 +983,35 @@ class DynamoStore:
 
     # --- the table --------------------------------------------------------------------------
 
-    async def create_table(self, *, timeout_secs: float = 60.0) -> bool:
+    async def create_table(self, *, timeout_secs: float = 60.0, ttl: bool = False) -> bool:
         """Create the table (on-demand, ``PAY_PER_REQUEST``) if it does not exist, and wait until
-        it is ``ACTIVE``. Idempotent: an existing table is checked, not changed.
+        it is ``ACTIVE``. Idempotent: an existing table is checked, not changed (but for
+        ``ttl=True``).
 
         DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until the table is
-        ``ACTIVE`` (at once, then every `TABLE_POLL_SECS`, at most ``timeout_secs``).
+        ``ACTIVE`` (at once, then every `TABLE_POLL_SECS`, at most ``timeout_secs``); with
+        ``ttl=True``, then those of [`enable_ttl()`][aioseq.DynamoStore.enable_ttl].
         Every request runs under the store's retry engine, so a 5xx or a reset is ridden out;
         a ``CreateTable`` whose answer was lost and that is resent finds the table it made
         (``ResourceInUseException``), which counts as existing.
 
         Parameters:
             timeout_secs: the most to wait for the table to become ``ACTIVE`` (> 0).
+            ttl: also enable the table's time to live on ``aioseq_expires``, so that
+                DynamoDB deletes expired idempotency records
+                ([`enable_ttl()`][aioseq.DynamoStore.enable_ttl]; also on a table that
+                existed). Off by default: it needs IAM's
+                ``dynamodb:UpdateTimeToLive`` beyond what creating a table needs, a table has
+                one time to live attribute (a table shared with your own items may want it for
+                theirs), and only ``put(..., idempotency_key=)`` writes records that expire.
 
         Returns:
             True if this call created the table, False if it existed.
 
         Raises:
             ConfigurationError: the existing table's key schema is not the one
-                [`TableSpec`][aioseq.TableSpec] describes; a bad ``timeout_secs``.
+                [`TableSpec`][aioseq.TableSpec] describes; a bad ``timeout_secs``; with
+                ``ttl=True``, the table's time to live is on another attribute.
             RetriesExhausted: transient errors outlasted the retry policy.
             StoreError: the table did not become active in time, or DynamoDB refused.
         """
@@ -1020,7 +1039,68 @@ class DynamoStore:
         await self._wait_until_active(timeout_secs)
         if not created:
             await self.check_table()
+        if ttl:
+            await self.enable_ttl()
         return created
+
+    async def enable_ttl(self) -> bool:
+        """Enable the table's time to live on [`EXPIRES_ATTRIBUTE`][aioseq.config.EXPIRES_ATTRIBUTE]
+        (``aioseq_expires``), so that DynamoDB deletes the idempotency records past their
+        expiry (free, within a few days of it; a record past it counts as absent either way).
+        Only aioseq's idempotency records have that attribute. Idempotent: a time to live
+        enabled (or being enabled) on it is left as it is.
+
+        DynamoDB calls: ``DescribeTimeToLive``, then ``UpdateTimeToLive`` when it is not
+        enabled (each under the store's retry engine; no capacity units). One that DynamoDB
+        refuses (a resend after a lost answer finds it enabled; another process enabled it)
+        is followed by a second ``DescribeTimeToLive``, which decides.
+
+        Returns:
+            True if this call enabled it (it was not enabled when it looked, and is now),
+            False if it was enabled already.
+
+        Raises:
+            ConfigurationError: the table's time to live is on another attribute (a table has
+                one; nothing is changed).
+            TableNotFound: the table does not exist.
+            RetriesExhausted: transient errors outlasted the retry policy.
+            StoreError: DynamoDB refused otherwise (``ValidationFailed``: it was changed
+                within the last hour, as DynamoDB allows one change an hour).
+        """
+        if await self._ttl_enabled():
+            return False
+        try:
+            await self.send_with_retries(
+                "update_time_to_live",
+                TableName=self.table.name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": EXPIRES_ATTRIBUTE},
+            )
+        except ValidationFailed:
+            if not await self._ttl_enabled():  # (enabled by a lost answer's first attempt?)
+                raise
+        return True
+
+    async def _ttl_enabled(self) -> bool:
+        """Whether the table's time to live is enabled (or being enabled) on
+        ``aioseq_expires``: one ``DescribeTimeToLive``.
+
+        Raises:
+            ConfigurationError: it is on another attribute.
+        """
+        described = await self.send_with_retries("describe_time_to_live", TableName=self.table.name)
+        found = described.get("TimeToLiveDescription") or {}
+        status = found.get("TimeToLiveStatus", "DISABLED")
+        name = found.get("AttributeName")
+        if status not in ("ENABLED", "ENABLING"):
+            return False
+        if name != EXPIRES_ATTRIBUTE:
+            raise ConfigurationError(
+                f"table {self.table.name!r} has its time to live on attribute {name!r}"
+                f" ({status}); a table has one, and aioseq's idempotency records expire on"
+                f" {EXPIRES_ATTRIBUTE!r}: records past their expiry still count as absent, but"
+                " DynamoDB will not delete them. Nothing was changed"
+            )
+        return True
 
     async def _wait_until_active(self, timeout_secs: float) -> None:
         """Poll ``DescribeTable`` (each under the retry engine) until the table is ``ACTIVE``.
@@ -1082,6 +1162,7 @@ _SORT_KEY_OPTIONS = (
     "max_in_flight",
     "group",
     "idempotency_ttl_secs",
+    "idempotency_memory_bytes",
 )
 _TRANSACTIONAL_OPTIONS = (
     "item_table",
@@ -1091,6 +1172,7 @@ _TRANSACTIONAL_OPTIONS = (
     "max_in_flight",
     "group",
     "idempotency_ttl_secs",
+    "idempotency_memory_bytes",
 )
 _ALLOCATOR_OPTIONS = (
     "block_size",

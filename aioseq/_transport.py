@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 else:
     DynamoDBClient = Any
 
-__all__ = ["NO_CREDENTIALS", "BotocoreTransport", "operation_name", "translate"]
+__all__ = ["NO_CREDENTIALS", "BotocoreTransport", "may_apply", "operation_name", "translate"]
 
 log = logging.getLogger("aioseq")
 
@@ -140,6 +140,10 @@ def translate(
         if cls is None:
             status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
             cls = ServiceUnavailable if status >= 500 else StoreError
+        if cls is ServiceUnavailable:  # (a 5xx may follow a write's success; a read's, nothing)
+            return ServiceUnavailable(
+                message, code=code, operation=operation, maybe_applied=may_apply(operation)
+            )
         if cls is ConditionFailed:
             item = response.get("Item")
             return ConditionFailed(message, code=code, operation=operation, item=item)
@@ -151,14 +155,14 @@ def translate(
                 cancellation_reasons=response.get("CancellationReasons", ()),
             )
         return cls(message, code=code, operation=operation)
-    cls = EndpointUnreachable if _never_sent(error) else ConnectionFailed
     message = f"{operation}: {_connection_cause(error) or error}"
     if endpoint_hint:
         message = f"{message}; {endpoint_hint}"
-    lost = cls(message, code=type(error).__name__, operation=operation)
-    if operation in READ_OPERATIONS:
-        lost.maybe_applied = False  # a read changes nothing, whatever became of it
-    return lost
+    if _never_sent(error):
+        return EndpointUnreachable(message, code=type(error).__name__, operation=operation)
+    return ConnectionFailed(
+        message, code=type(error).__name__, operation=operation, maybe_applied=may_apply(operation)
+    )
 
 
 def _not_dynamodb(
@@ -222,6 +226,13 @@ READ_OPERATIONS = frozenset(
         "TransactGetItems",
     }
 )
+
+
+def may_apply(operation: str) -> bool:
+    """Whether a request of ``operation`` (an API name, ``"UpdateItem"``) whose answer was
+    lost, or came back a 5xx, may have been applied all the same: any but a read
+    (`READ_OPERATIONS`), which changes nothing whatever became of it."""
+    return operation not in READ_OPERATIONS
 
 
 def tables_of(params: Mapping[str, Any]) -> tuple[str, ...]:
@@ -558,21 +569,22 @@ class BotocoreTransport:
                 endpoint.unreachable(ticket, translated)
             else:
                 endpoint.ended(ticket, None if isinstance(exc, ClientError) else translated)
-            cut: BaseException | None = self._cut_off(translated)
+            cut: BaseException | None = self._cut_off(translated, operation)
             return cut
         endpoint.ended(ticket)  # a cancelled caller, missing credentials: no evidence
         if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
             return ConfigurationError(NO_CREDENTIALS)
         if isinstance(exc, asyncio.CancelledError):
-            cancelled: BaseException | None = self._cut_off(None)
+            cancelled: BaseException | None = self._cut_off(None, operation)
             return cancelled
         return None
 
-    def _cut_off(self, error: StoreError | None) -> Any:
-        """The error a request gets when it failed: ``StoreClosed`` (``maybe_applied``) if
-        this transport's close cut it off (a lost connection or a cancellation from closing
-        an owned client, not a cancellation of the caller, not a service answer); else
-        ``error`` (``None`` for a cancellation, which propagates as it is)."""
+    def _cut_off(self, error: StoreError | None, operation: str) -> Any:
+        """The error a request gets when it failed: ``StoreClosed`` (``maybe_applied``, unless
+        it is a read) if this transport's close cut it off (a lost connection or a
+        cancellation from closing an owned client, not a cancellation of the caller, not a
+        service answer); else ``error`` (``None`` for a cancellation, which propagates as it
+        is)."""
         if (
             self._closed
             and self._owner is not None
@@ -580,7 +592,8 @@ class BotocoreTransport:
             and not _cancelling()
         ):
             closed = StoreClosed("this DynamoStore was closed during the request")
-            closed.maybe_applied = True  # the request was sent; its fate is unknown
+            # The request was sent; its fate is unknown (a read's does not matter).
+            closed.maybe_applied = may_apply(operation_name(operation))
             return closed
         return error
 

@@ -30,7 +30,7 @@ from aioseq._store import DynamoStore
 from aioseq._strategy_table import STRATEGIES, STRATEGY_NAMES, strategy_named
 from aioseq._workload import make_taker, run_workload
 from aioseq.admin import CounterAudit, CounterInfo, ScanProgress
-from aioseq.config import DEFAULT_TABLE_NAME, TableSpec
+from aioseq.config import DEFAULT_TABLE_NAME, EXPIRES_ATTRIBUTE, TableSpec
 from aioseq.errors import (
     ConfigurationError,
     CounterNotFound,
@@ -94,10 +94,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aioseq {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    commands.add_parser(
+    create = commands.add_parser(
         "create-table",
         parents=[common],
         help="create the table (on-demand) if missing, and wait until it is active",
+    )
+    create.add_argument(
+        "--ttl",
+        action="store_true",
+        help="also enable the table's time to live on aioseq_expires, so that DynamoDB deletes"
+        " expired idempotency records (as enable-ttl does)",
+    )
+    commands.add_parser(
+        "enable-ttl",
+        parents=[common],
+        help="enable the table's time to live on aioseq_expires (DynamoDB then deletes expired"
+        " idempotency records); nothing to do if it is",
     )
 
     take = commands.add_parser(
@@ -318,8 +330,21 @@ async def _open(args: argparse.Namespace, endpoint_url: str | None = None) -> Dy
 
 async def _create_table(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        created = await store.create_table()
+        created = await store.create_table(ttl=args.ttl)
     print(f"table {store.table.name!r} {'created' if created else 'exists'}", file=sys.stderr)
+    if args.ttl:
+        print(f"time to live on {EXPIRES_ATTRIBUTE!r}: enabled", file=sys.stderr)
+    return 0
+
+
+async def _enable_ttl(args: argparse.Namespace) -> int:
+    async with await _open(args) as store:
+        enabled = await store.enable_ttl()
+    done = "enabled" if enabled else "enabled already"
+    print(
+        f"table {store.table.name!r}: time to live on {EXPIRES_ATTRIBUTE!r} {done}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -644,6 +669,7 @@ async def _iam_policy(args: argparse.Namespace) -> int:
 
 _COMMANDS = {
     "create-table": _create_table,
+    "enable-ttl": _enable_ttl,
     "next": _next,
     "current": _current,
     "demo": _demo,

@@ -31,8 +31,10 @@ from aioseq.errors import ConfigurationError
 __all__ = [
     "DEFAULT_TABLE_NAME",
     "EXPIRES_ATTRIBUTE",
+    "IDEMPOTENCY_MEMORY_BYTES",
     "IDEMPOTENCY_TTL_SECS",
     "MAX_DIGITS",
+    "MAX_IDEMPOTENCY_TTL_SECS",
     "MAX_ITEM_BYTES",
     "MAX_KEY_ATTRIBUTE_NAME_BYTES",
     "MAX_NUMBER",
@@ -57,6 +59,17 @@ DEFAULT_TABLE_NAME = "aioseq"
 #: How long an idempotency key holds its first call's number by default: 24 hours, as
 #: Stripe's API keeps a key's first result.
 IDEMPOTENCY_TTL_SECS = 86_400
+
+#: The longest ``idempotency_ttl_secs``: 10 years (315,360,000 s). A record's expiry, now plus
+#: the time to live in epoch seconds, stays a small DynamoDB Number (38 digits at most), and a
+#: key that must answer longer is a business key: store it as an item of its own.
+MAX_IDEMPOTENCY_TTL_SECS = 10 * 365 * 86_400
+
+#: How much memory a counter object spends by default remembering the idempotency keys it
+#: stored or found, to answer a replay that comes back to it with no request: 1 MiB (about
+#: 2,100 keys of 36 characters, a UUID's; at most 10,000 keys whatever their size). See
+#: docs/web-services.md for what a key costs and how it was measured.
+IDEMPOTENCY_MEMORY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ __all__ = [
     "ConditionFailed",
     "ConfigurationError",
     "ConnectionFailed",
+    "CounterBehindItems",
     "CounterNotFound",
     "CounterValueInvalid",
     "CounterWouldMoveBack",
@@ -343,11 +344,49 @@ class ItemAlreadyExists(AioseqError):
         super().__init__(f"an item with key {self.key!r} already exists; {written}")
 
 
+class CounterBehindItems(ItemAlreadyExists):
+    """The item for the counter's next number exists, and its key is made from its number: the
+    counter stands below numbers its items already use (a table restored to an older counter
+    item, a counter set back, another counter numbering the same items). Nothing was written
+    (unless ``maybe_applied``, as for [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]).
+    The service's fault, not its client's: every put meets it until the counter is moved past
+    its items (``aioseq audit`` finds them and prints the ``aioseq start-after`` command that
+    fixes it; docs/operations.md). The message names the counter and the number, not the
+    item's key.
+
+    Attributes:
+        counter_key: the counter key.
+        number: the number whose item exists.
+        key: the primary key of the item that exists (as for ``ItemAlreadyExists``).
+    """
+
+    def __init__(
+        self,
+        counter_key: str,
+        number: int,
+        key: Mapping[str, Any],
+        *,
+        maybe_applied: bool = False,
+    ) -> None:
+        self.counter_key = counter_key
+        self.number = number
+        self.key = dict(key)
+        self.maybe_applied = maybe_applied
+        written = "this call may have written it" if maybe_applied else "nothing was written"
+        AioseqError.__init__(
+            self,
+            f"counter {counter_key!r} is behind its items: the item for its next number,"
+            f" {number}, exists already; {written}. Move the counter past its items (aioseq"
+            " audit prints the aioseq start-after command that does it)",
+        )
+
+
 class IdempotencyKeyInvalid(ConfigurationError):
-    """An idempotency key that cannot be one: not a ``str`` of 1 to 255 characters, or too
-    long for its record's partition key beside a long counter key. Raised before any
-    request; a client's error (an HTTP service answers 400), unlike other configuration
-    errors."""
+    """An idempotency key that cannot be one, whatever the counter: not a ``str`` of 1 to 255
+    characters, or not valid Unicode. Raised before any request; a client's error (an HTTP
+    service answers 400), unlike other configuration errors. (A valid key that does not fit
+    its record's partition key beside a counter key over 1,003 bytes is the counter key's
+    fault: a plain ``ConfigurationError``.)"""
 
 
 class IdempotencyKeyReused(AioseqError, ValueError):
@@ -383,13 +422,19 @@ class StoreError(AioseqError):
         code: DynamoDB's error code (``"ValidationException"`` ...), or the botocore exception
             name for connection errors.
         operation: the API operation (``"UpdateItem"`` ...).
+        maybe_applied: see [`AioseqError`][aioseq.errors.AioseqError]; set where the error is
+            made, per request (the transport: only a write's 5xx or lost answer; never a
+            read's).
     """
 
     retryable = False
 
-    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = False
+    ) -> None:
         self.code = code
         self.operation = operation
+        self.maybe_applied = maybe_applied
         super().__init__(message)
 
 
@@ -503,19 +548,29 @@ class NotDynamoDB(StoreError):
 
 
 class ServiceUnavailable(StoreError):
-    """DynamoDB failed on its side (``InternalServerError``, HTTP 5xx). Retryable; the request
-    may or may not have been applied."""
+    """DynamoDB failed on its side (``InternalServerError``, HTTP 5xx). Retryable; a write
+    may or may not have been applied (``maybe_applied``, set per request where the error is
+    made: false for a read, which applies nothing)."""
 
     retryable = True
-    maybe_applied = True
+
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = True
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=maybe_applied)
 
 
 class ConnectionFailed(StoreError):
     """The request or its response was lost on the way (connection refused or reset, timeout).
-    Retryable; the request may or may not have been applied."""
+    Retryable; a write may or may not have been applied (``maybe_applied``, set per request
+    where the error is made: false for a read, which applies nothing)."""
 
     retryable = True
-    maybe_applied = True
+
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = True
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=maybe_applied)
 
 
 class EndpointUnreachable(ConnectionFailed):
@@ -524,7 +579,8 @@ class EndpointUnreachable(ConnectionFailed):
     ``RetryPolicy.max_unreachable_secs`` (3 s by default): an endpoint that stays unreachable
     is reported quickly, naming it, instead of after the whole retry budget."""
 
-    maybe_applied = False
+    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+        super().__init__(message, code=code, operation=operation, maybe_applied=False)
 
 
 class EndpointDown(EndpointUnreachable):

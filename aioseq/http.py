@@ -4,18 +4,23 @@ framework): whose fault it is, the status, what the client is told, what the ser
 Four kinds, after RFC 9110's classes and the IETF's ``Idempotency-Key`` draft (the table,
 with what a client does with each: docs/web-services.md):
 
-- ``client``: 409 for ``ItemAlreadyExists`` (the item's key is taken), 422 for
-  ``IdempotencyKeyReused`` (the key came with another item), 400 for
-  ``IdempotencyKeyInvalid`` (the client's key is not one); logged at info.
+- ``client``: 409 for ``ItemAlreadyExists`` (the item's key, which the client's request
+  chose, is taken), 422 for ``IdempotencyKeyReused`` (the key came with another item), 400
+  for ``IdempotencyKeyInvalid`` (the client's key alone is not one: not a string of 1 to
+  255 characters, or not valid Unicode); logged at info.
 - ``retry``: 503 with ``Retry-After: 1`` for ``Throttled``, ``TransactionConflict``,
-  ``RetriesExhausted`` (a warning); ``Retry-After: 5`` for ``EndpointUnreachable``,
-  ``EndpointDown`` and ``StoreClosed`` (shutting down), or retries that ran out on them (an
-  error: an operator should look).
-- ``maybe-applied``: 500 for any error with ``maybe_applied``: look before sending the
-  request again. With an idempotency key it is a ``retry`` 503: the same request is safe.
-- ``server``: 500 for everything else: ``ConfigurationError`` (the table, its key schema),
-  ``TableNotFound``, ``NotDynamoDB`` (the endpoint URL), ``ValidationFailed``,
-  ``NumberOutOfRange``, ``CounterValueInvalid``.
+  ``RetriesExhausted`` (a warning); ``Retry-After: 5`` for ``ServiceUnavailable``,
+  ``ConnectionFailed``, ``EndpointUnreachable``, ``EndpointDown`` and ``StoreClosed``
+  (shutting down), or retries that ran out on them (an error: an operator should look),
+  when nothing was written (a read, or a call whose requests were all reads).
+- ``maybe-applied``: 500 for any error with ``maybe_applied`` (a write's answer lost, a
+  write's 5xx): look before sending the request again. With an idempotency key it is a
+  ``retry`` 503: the same request is safe.
+- ``server``: 500 for everything else: ``CounterBehindItems`` (the item for the counter's
+  next number exists: the counter is behind its items, logged with the counter key, not the
+  item's), ``ConfigurationError`` (the table, its key schema, a counter key too long for
+  the client's idempotency key beside it), ``TableNotFound``, ``NotDynamoDB`` (the endpoint
+  URL), ``ValidationFailed``, ``NumberOutOfRange``, ``CounterValueInvalid``.
 
 A server's fault is never a 4xx: the client cannot fix the service's table. Details of 5xx
 answers say nothing of the inside; the cause goes to the server's log (`HttpAnswer.log()`).
@@ -33,6 +38,7 @@ from typing import Literal
 from aioseq.errors import (
     AioseqError,
     ConnectionFailed,
+    CounterBehindItems,
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
@@ -116,6 +122,8 @@ def http_answer(error: AioseqError, *, idempotency_key: bool = False) -> HttpAns
         return _answer(422, str(error), "client")
     if isinstance(error, IdempotencyKeyInvalid):  # (the client's key: not the service's fault)
         return _answer(400, str(error), "client")
+    if isinstance(error, CounterBehindItems):  # (the service's counter, not the client's key)
+        return _answer(500, "internal error", "server")
     if isinstance(error, ItemAlreadyExists):
         return _answer(409, str(error), "client")
     # Retries that ran out say why in their last error: the endpoint down is not busy.

@@ -63,6 +63,9 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     "sharded_items": frozenset({"Query"}),
     # DynamoStore.create_table() / aioseq create-table: create, then wait until active
     "create_table": frozenset({"CreateTable", "DescribeTable"}),
+    # DynamoStore.enable_ttl() / aioseq enable-ttl / create_table(ttl=True) / create-table
+    # --ttl: look, then enable the time to live on aioseq_expires
+    "enable_ttl": frozenset({"DescribeTimeToLive", "UpdateTimeToLive"}),
     # DynamoStore.check_table()
     "check_table": frozenset({"DescribeTable"}),
     # DynamoStore.delete_table(): tests and demos only
@@ -102,6 +105,7 @@ RUNTIME_FEATURES: tuple[str, ...] = (
 #: The features that manage the table and operate counters (deployment, operators, tests).
 ADMIN_FEATURES: tuple[str, ...] = (
     "create_table",
+    "enable_ttl",
     "check_table",
     "delete_table",
     "set_counter",
@@ -132,6 +136,8 @@ OPERATION_ACTIONS: dict[str, frozenset[str]] = {
     "CreateTable": frozenset({"dynamodb:CreateTable"}),
     "DescribeTable": frozenset({"dynamodb:DescribeTable"}),
     "DeleteTable": frozenset({"dynamodb:DeleteTable"}),
+    "DescribeTimeToLive": frozenset({"dynamodb:DescribeTimeToLive"}),
+    "UpdateTimeToLive": frozenset({"dynamodb:UpdateTimeToLive"}),
 }
 
 

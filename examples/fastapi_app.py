@@ -72,12 +72,11 @@ async def create_order(
     tenant: Annotated[str, Path(pattern=f"^{TENANT}$")],
     new: NewOrder,
     store: Annotated[DynamoStore, Depends(dynamo_store)],
-    idempotency_key: Annotated[
-        str | None, Header(alias=IDEMPOTENCY_KEY, min_length=1, max_length=255)
-    ] = None,
+    idempotency_key: Annotated[str | None, Header(alias=IDEMPOTENCY_KEY)] = None,
 ) -> Order:
     """Create an order with the tenant's next order number; a request sent again with its
-    ``Idempotency-Key`` gets the first one's order."""
+    ``Idempotency-Key`` gets the first one's order. The key is checked by ``put()`` (1 to 255
+    characters): a bad one is ``IdempotencyKeyInvalid``, a 400 as ``http_answer`` says."""
     # The same object for every request of this tenant: one group commit per tenant.
     orders = store.transactional_counter(f"orders-{tenant}", max_value=ORDER_ID.max_number)
     return await place_order(orders, tenant, new, idempotency_key)

@@ -29,11 +29,12 @@
 - A client may send an ``Idempotency-Key`` header (the IETF's draft
   draft-ietf-httpapi-idempotency-key-header; 1 to 255 characters, such as a UUID): a request
   sent again with the same key and body (after a timeout, say) is answered with the first
-  request's order, which is stored once; the same key with another body is a 422. The key
-  goes to ``put(..., idempotency_key=)``, which records it with the order in the same
+  request's order, which is stored once; the same key with another body is a 422, a key
+  that is not one (empty, over 255 characters) a 400. The key goes to ``put(...,
+  idempotency_key=)``, which checks it and records it with the order in the same
   transaction, for 24 hours.
-- aioseq's errors become HTTP answers through :func:`aioseq.http_answer` (409, 422, 503 with
-  ``Retry-After``, 500), logged on the server with their cause (:func:`answer_error`).
+- aioseq's errors become HTTP answers through :func:`aioseq.http_answer` (400, 409, 422, 503
+  with ``Retry-After``, 500), logged on the server with their cause (:func:`answer_error`).
 
 Configuration, from the environment: ``AWS_ENDPOINT_URL`` (e.g. ``http://127.0.0.1:8000`` for
 DynamoDB Local; unset for AWS), ``AWS_REGION`` and credentials as usual, ``AIOSEQ_TABLE``
@@ -209,8 +210,8 @@ class ErrorAnswer:
 
 
 def answer_error(error: AioseqError, *, idempotency_key: str | None = None) -> ErrorAnswer:
-    """The HTTP answer for an aioseq error (:func:`aioseq.http_answer`: 409, 422, 503 with
-    ``Retry-After``, 500), logged on the server: a 500's cause goes to the log, never to the
+    """The HTTP answer for an aioseq error (:func:`aioseq.http_answer`: 400, 409, 422, 503
+    with ``Retry-After``, 500), logged on the server: a 500's cause goes to the log, never to the
     client. A 503 means no order was stored: the client sends the request again. A 500 whose
     detail says "may have been applied" means an order may have been stored with its answer
     lost: without an idempotency key the client looks before it posts again; with one, the

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aioseq import DynamoStore, RegionScope, RetryPolicy, admin
+from aioseq._transport import may_apply
 from aioseq.errors import (
     AioseqError,
     ConfigurationError,
@@ -314,7 +315,9 @@ class SimulatedNetwork:
 def _connection_lost(operation: str, cause: str) -> ConnectionFailed:
     """The error the transport raises for a connection reset or a read timeout."""
     name = "".join(part.title() for part in operation.split("_"))
-    return ConnectionFailed(f"{name}: {cause}", code=cause, operation=name)
+    return ConnectionFailed(
+        f"{name}: {cause}", code=cause, operation=name, maybe_applied=may_apply(name)
+    )
 
 
 def _describe(params: dict[str, Any]) -> str:

@@ -97,6 +97,10 @@ class CounterStatistics:
         replays: calls answered with the number an earlier call with their idempotency key
             got (its record, or its write in flight), writing nothing (transactional and
             sort-key ``put(..., idempotency_key=)``).
+        remembered_keys: idempotency keys this object remembers, to answer their replays
+            with no request (at most 10,000, and ``idempotency_memory_bytes``).
+        remembered_key_bytes: the memory they take, in bytes, as estimated from the sizes
+            measured (docs/web-services.md: 485 bytes a UUID key).
     """
 
     numbers: int = 0
@@ -107,6 +111,8 @@ class CounterStatistics:
     shared_partition_puts: int = 0
     partition_ceiling: float | None = None
     replays: int = 0
+    remembered_keys: int = 0
+    remembered_key_bytes: int = 0
 
 
 #: The numbering of an object whose owner numbers its values (values are handed out as they are).

@@ -20,16 +20,21 @@ one object share one write. A record past ``aioseq_expires`` counts as absent (t
 to live deletes it within days; it need not be enabled for this to hold).
 
 A replay that reaches a group commit cancels the group's transaction (the group is then
-committed without it, one more transaction). So each counter object remembers the last
-`RECENT_KEYS` keys it stored or found, until their records expire (a record never changes
-before then): a replay that comes back to the same process is answered from memory. A put
+committed without it, one more transaction). So each counter object remembers the last keys it
+stored or found, until their records expire (a record never changes before then): a replay
+that comes back to the same process is answered from memory. It remembers at most
+`RECENT_KEYS` keys and at most ``memory_bytes`` (`entry_bytes()` each: 485 for a key of 36
+characters, a bound on the cost measured with ``tracemalloc``), the oldest forgotten first. A put
 that finds no number in range (its counter at ``max_value``) reads its key's record (one
 ``GetItem``) before it raises ``NumberOutOfRange``: a recorded key still gets its number.
 
 The record's partition key carries the counter key's length, so no two (counter, key) pairs
 share a record, and each record is a partition key of its own: records spread over
-partitions. Under ``regions=`` the counter key is the Region's (``key@region``), so each
-Region keeps its own records.
+partitions. It must fit DynamoDB's 2,048 bytes: a key that does not fit beside its counter
+key is the client's fault only when no counter key would make room for it (a key is at most
+255 characters, 1,020 bytes: it always fits beside a counter key of `MAX_COUNTER_KEY_BYTES`);
+otherwise the counter key is too long, the service's fault. Under ``regions=`` the counter
+key is the Region's (``key@region``), so each Region keeps its own records.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -55,9 +61,11 @@ from aioseq._limits import (
     REQUEST_HASH_ATTRIBUTE,
     TOKEN_ATTRIBUTE,
 )
+from aioseq.config import IDEMPOTENCY_MEMORY_BYTES, MAX_IDEMPOTENCY_TTL_SECS
 from aioseq.contracts import Store
 from aioseq.errors import (
     AioseqError,
+    ConfigurationError,
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
@@ -65,9 +73,12 @@ from aioseq.errors import (
 )
 
 __all__ = [
+    "ENTRY_BYTES",
+    "MAX_COUNTER_KEY_BYTES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "IdempotencyRecords",
     "KeyedPut",
+    "entry_bytes",
     "request_hash",
 ]
 
@@ -77,9 +88,31 @@ MAX_IDEMPOTENCY_KEY_CHARS = 255
 #: The partition key value of every idempotency record starts with this.
 RECORD_PREFIX = "aioseq-idempotency#"
 
-#: How many keys a counter object remembers (with their numbers and items' hashes, until
-#: their records expire), to answer a replay that comes back to it with no request.
+#: The longest counter key (as scoped, ``key@region`` under ``regions=``) beside which every
+#: valid idempotency key fits its record's partition key: 1,003 UTF-8 bytes.
+MAX_COUNTER_KEY_BYTES = (
+    MAX_PARTITION_KEY_BYTES - len(RECORD_PREFIX) - 4 - 2 - 4 * MAX_IDEMPOTENCY_KEY_CHARS
+)
+
+#: How many keys a counter object remembers at most (with their numbers and items' hashes,
+#: until their records expire), to answer a replay that comes back to it with no request;
+#: its ``idempotency_memory_bytes`` bounds them too.
 RECENT_KEYS = 10_000
+
+#: What a remembered key costs beside the key's own string (``sys.getsizeof``), in bytes: its
+#: number, its item's hash (64 hex characters), its expiry, their tuple and its place in an
+#: ``OrderedDict`` whose oldest keys are forgotten as new ones come. Measured with
+#: ``tracemalloc`` on CPython 3.11, for 20 to 7,600 keys of 8 to 255 characters: 340 to 394
+#: bytes (the hash table grows by steps, and keeps the room of forgotten keys until it
+#: does); this is the upper end, rounded up, so that the bound holds
+#: (tests/unit/test_idempotency_memory.py measures it again).
+ENTRY_BYTES = 400
+
+
+def entry_bytes(idempotency_key: str) -> int:
+    """What remembering ``idempotency_key`` costs, in bytes (`ENTRY_BYTES` and the key's
+    string): 485 for a UUID's 36 characters, 704 for 255 ASCII characters."""
+    return ENTRY_BYTES + sys.getsizeof(idempotency_key)
 
 
 @dataclass(frozen=True)
@@ -134,20 +167,39 @@ class IdempotencyRecords:
     Parameters:
         store: the store; records live in its table.
         counter_key: the counter key (or sort-key collection), unscoped.
-        ttl_secs: how long a record answers replays, in seconds (> 0).
+        ttl_secs: how long a record answers replays, in seconds (> 0, at most
+            [`MAX_IDEMPOTENCY_TTL_SECS`][aioseq.config.MAX_IDEMPOTENCY_TTL_SECS]).
         item_table: the table the items go to (default: the store's); another table is
             part of each record's request hash, so one key cannot answer for both tables.
+        memory_bytes: the most memory the keys remembered may take, in bytes (>= 0; 0
+            remembers none; `entry_bytes()` each), as well as `RECENT_KEYS` keys at most.
 
     Raises:
-        ConfigurationError: a bad ``ttl_secs``.
+        ConfigurationError: a bad ``ttl_secs`` or ``memory_bytes``.
     """
 
     def __init__(
-        self, store: Store, counter_key: str, ttl_secs: float, *, item_table: str | None = None
+        self,
+        store: Store,
+        counter_key: str,
+        ttl_secs: float,
+        *,
+        item_table: str | None = None,
+        memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> None:
         self.store = store
         self.counter_key = counter_key
-        self.ttl_secs = check_seconds(ttl_secs, "idempotency_ttl_secs")
+        self.ttl_secs = _check_ttl(ttl_secs)
+        if (
+            not isinstance(memory_bytes, int)
+            or isinstance(memory_bytes, bool)
+            or not 0 <= memory_bytes <= 2**40
+        ):
+            raise ConfigurationError(
+                f"idempotency_memory_bytes must be an int from 0 to 2**40, not {memory_bytes!r}"
+            )
+        #: The most memory the keys remembered may take, in bytes.
+        self.memory_bytes = memory_bytes
         # The items' table in their hash when it is not the store's (records written before
         # it counted, all for the store's table, still match).
         self._item_table = None if item_table in (None, store.table.name) else item_table
@@ -158,15 +210,20 @@ class IdempotencyRecords:
         self.epoch_secs: Callable[[], float] = time.time
         # The write in flight for each key, and how its first caller's item for a number hashes.
         self._in_flight: dict[str, tuple[asyncio.Future[int], Callable[[int], str]]] = {}
-        # Keys recorded lately: their number, item hash and the record's expiry (epoch s).
+        # Keys recorded lately: their number, item hash and the record's expiry (epoch s);
+        # and what they cost (`entry_bytes()`), in bytes.
         self._recent: OrderedDict[str, tuple[int, str, int]] = OrderedDict()
+        self._recent_bytes = 0
 
     def check(self, idempotency_key: object) -> str:
         """``idempotency_key`` if it is a usable key: a ``str`` of 1 to 255 characters whose
         record's partition key fits DynamoDB's 2,048 bytes.
 
         Raises:
-            IdempotencyKeyInvalid: it is not.
+            IdempotencyKeyInvalid: it is not a key, whatever the counter (the client's fault).
+            ConfigurationError: a valid key that does not fit beside this counter key: the
+                counter key is too long (the service's fault; at most
+                `MAX_COUNTER_KEY_BYTES` holds every key).
         """
         if not isinstance(idempotency_key, str) or not (
             0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS
@@ -181,11 +238,14 @@ class IdempotencyRecords:
             raise IdempotencyKeyInvalid(
                 f"idempotency key {idempotency_key!r:.80} is not valid Unicode"
             ) from None
-        if size > MAX_PARTITION_KEY_BYTES:
-            raise IdempotencyKeyInvalid(
-                f"idempotency key {idempotency_key!r:.80} is too long for counter"
-                f" {self.counter_key!r:.80}: its record's partition key passes"
-                f" {MAX_PARTITION_KEY_BYTES} bytes"
+        if size > MAX_PARTITION_KEY_BYTES:  # (never beside MAX_COUNTER_KEY_BYTES of counter key)
+            scoped = self.store.scoped_key(self.counter_key)
+            raise ConfigurationError(
+                f"counter key {scoped!r:.80} is too long for idempotency keys: beside its"
+                f" {len(scoped.encode())} UTF-8 bytes, an idempotency key's record passes"
+                f" DynamoDB's {MAX_PARTITION_KEY_BYTES} bytes of partition key; a counter key"
+                f" of at most {MAX_COUNTER_KEY_BYTES} bytes holds every valid key. Nothing was"
+                " written"
             )
         return idempotency_key
 
@@ -313,7 +373,7 @@ class IdempotencyRecords:
             number, recorded, expires = known
             if started < expires:
                 return self._replayed(idempotency_key, number, recorded, item_for)
-            del self._recent[idempotency_key]
+            self._forget(idempotency_key)
         running = self._in_flight.get(idempotency_key)
         if running is None:
             hash_for = self._hash_for(item_for)
@@ -408,12 +468,44 @@ class IdempotencyRecords:
     def _hash_for(self, item_for: Callable[[int], Item]) -> Callable[[int], str]:
         return lambda n: self.hash_of(item_for(n))
 
+    @property
+    def remembered(self) -> tuple[int, int]:
+        """The keys remembered, and what they cost in bytes (`entry_bytes()` each)."""
+        return len(self._recent), self._recent_bytes
+
     def _remember(self, idempotency_key: str, number: int, recorded: str, expires: int) -> None:
+        """Remember the key, newest last; forget the oldest past `RECENT_KEYS` keys or
+        ``memory_bytes``."""
         recent = self._recent
+        if idempotency_key not in recent:
+            self._recent_bytes += entry_bytes(idempotency_key)
         recent[idempotency_key] = (number, recorded, expires)
         recent.move_to_end(idempotency_key)
-        if len(recent) > RECENT_KEYS:
-            recent.popitem(last=False)
+        while recent and (len(recent) > RECENT_KEYS or self._recent_bytes > self.memory_bytes):
+            oldest, _ = recent.popitem(last=False)
+            self._recent_bytes -= entry_bytes(oldest)
+
+    def _forget(self, idempotency_key: str) -> None:
+        if self._recent.pop(idempotency_key, None) is not None:
+            self._recent_bytes -= entry_bytes(idempotency_key)
+
+
+def _check_ttl(ttl_secs: object) -> float:
+    """``idempotency_ttl_secs`` if it is a time to live: seconds, > 0 and at most
+    `MAX_IDEMPOTENCY_TTL_SECS` (a record's expiry, now plus this, is then a DynamoDB
+    Number far within its 38 digits).
+
+    Raises:
+        ConfigurationError: it is not.
+    """
+    secs = check_seconds(ttl_secs, "idempotency_ttl_secs")
+    if secs > MAX_IDEMPOTENCY_TTL_SECS:
+        raise ConfigurationError(
+            f"idempotency_ttl_secs must be at most {MAX_IDEMPOTENCY_TTL_SECS:,} (10 years), not"
+            f" {ttl_secs!r}: a record expires at now + idempotency_ttl_secs, in epoch seconds"
+            " (a DynamoDB Number); nothing was written"
+        )
+    return secs
 
 
 def _same_item(mine: Callable[[int], str], hash_for: Callable[[int], str]) -> bool:

@@ -12,6 +12,7 @@ from aioseq._coalesce import Waiter
 from aioseq._items import Item, check_item_size, item_size, number, serialize
 from aioseq._retry import Verdict
 from aioseq.config import (
+    IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_DIGITS,
     MAX_NUMBER,
@@ -110,7 +111,11 @@ class SortKeyCounter(GroupCommitStrategy):
             nothing, so the collection stays gapless (a group that loses a race always queries
             again). A lone caller is not delayed.
         idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
-            seconds (default 86,400: 24 hours).
+            seconds (default 86,400: 24 hours; at most 10 years).
+        idempotency_memory_bytes: the most memory this object spends remembering the
+            idempotency keys it stored or found, to answer a replay with no request, in bytes
+            (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
+            whatever it is). See docs/web-services.md.
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's
@@ -129,8 +134,11 @@ class SortKeyCounter(GroupCommitStrategy):
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> None:
-        records = IdempotencyRecords(store, partition, idempotency_ttl_secs)  # (checked first)
+        records = IdempotencyRecords(  # (checked first)
+            store, partition, idempotency_ttl_secs, memory_bytes=idempotency_memory_bytes
+        )
         super().__init__(store, partition, max_value=max_value, max_in_flight=max_in_flight)
         #: The records of ``put``'s idempotency keys.
         self._records = records
@@ -318,7 +326,13 @@ class SortKeyCounter(GroupCommitStrategy):
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
-        return replace(super().statistics(), replays=self._records.replays)
+        keys, size = self._records.remembered
+        return replace(
+            super().statistics(),
+            replays=self._records.replays,
+            remembered_keys=keys,
+            remembered_key_bytes=size,
+        )
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see `aioseq.strategies._group_commit`), from a fresh ``Query`` of

@@ -13,6 +13,7 @@ from aioseq._coalesce import Waiter
 from aioseq._items import deserialize, item_size, storable_item
 from aioseq._retry import Verdict
 from aioseq.config import (
+    IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
     MAX_PARTITION_KEY_BYTES,
@@ -23,6 +24,7 @@ from aioseq.contracts import Store
 from aioseq.errors import (
     ConditionFailed,
     ConfigurationError,
+    CounterBehindItems,
     ItemAlreadyExists,
     NumberOutOfRange,
     TransactionCanceled,
@@ -68,7 +70,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
     The transaction's ``CancellationReasons`` say what failed:
 
     - the item's condition: the item exists, [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]
-      is raised at once and the counter is unchanged;
+      is raised at once and the counter is unchanged (its subclass
+      [`CounterBehindItems`][aioseq.errors.CounterBehindItems] when the item's key is made from
+      its number: the counter stands below its items, the service's fault);
     - the counter's condition: another writer won; its value comes back in the reason
       (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and the transaction is tried again with
       it, no second read;
@@ -138,10 +142,15 @@ class TransactionalCounter(ConditionalCounterStrategy):
             [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
             up to 99 items per transaction; ``False``: one transaction per put).
         idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
-            seconds (default 86,400: 24 hours).
+            seconds (default 86,400: 24 hours; at most 10 years).
+        idempotency_memory_bytes: the most memory this object spends remembering the
+            idempotency keys it stored or found, to answer a replay with no request, in bytes
+            (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
+            whatever it is). See docs/web-services.md.
 
     Raises:
-        ConfigurationError: bad key, names, group options or ``idempotency_ttl_secs``.
+        ConfigurationError: bad key, names, group options, ``idempotency_ttl_secs`` or
+            ``idempotency_memory_bytes``.
     """
 
     _transactions = True  # every put is one TransactWriteItems
@@ -158,10 +167,15 @@ class TransactionalCounter(ConditionalCounterStrategy):
         max_in_flight: int | None = 1,
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
+        idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
     ) -> None:
         item_table = check_table_name(item_table or store.table.name, "item_table")
         records = IdempotencyRecords(  # (checked first)
-            store, key, idempotency_ttl_secs, item_table=item_table
+            store,
+            key,
+            idempotency_ttl_secs,
+            item_table=item_table,
+            memory_bytes=idempotency_memory_bytes,
         )
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
         #: The records of ``put``'s idempotency keys.
@@ -299,7 +313,9 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 as another table's key types): nothing is written, no number is used; in a
                 group it fails alone and the rest is committed without it.
             ItemAlreadyExists: an item with that primary key exists (nothing is written, the
-                counter is unchanged; unless ``maybe_applied``: see lost answers above).
+                counter is unchanged; unless ``maybe_applied``: see lost answers above);
+                `CounterBehindItems` when the item's key is made from its number (made for
+                another number it has another key): the counter is behind its items.
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written; a recorded ``idempotency_key`` gets its number instead, one
@@ -326,7 +342,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
-        return replace(super().statistics(), replays=self._records.replays)
+        keys, size = self._records.remembered
+        return replace(
+            super().statistics(),
+            replays=self._records.replays,
+            remembered_keys=keys,
+            remembered_key_bytes=size,
+        )
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
@@ -527,14 +549,18 @@ class TransactionalCounter(ConditionalCounterStrategy):
             reasons[1 + len(group) :],
             lambda put, n: self._make_item(put.request.request, n),
         )
-        for put, item, code, reason in zip(
-            group, items, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
+        for put, item, number, code, reason in zip(
+            group, items, write.results, codes[1:], [*reasons[1:], *[{}] * len(group)], strict=False
         ):
             if code == "ConditionalCheckFailed":
                 # (maybe_applied: its unresolved transaction may have stored this item,
                 # one that does not change with its number: `_found_stored()` cannot tell)
                 maybe = put in self._maybe_stored
-                error: Exception = ItemAlreadyExists(self._key_of(item), maybe_applied=maybe)
+                error: Exception = (
+                    CounterBehindItems(self.key, number, self._key_of(item), maybe_applied=maybe)
+                    if self._keyed_by_number(put.request.request, item, number)
+                    else ItemAlreadyExists(self._key_of(item), maybe_applied=maybe)
+                )
             elif code == "ValidationError":
                 message = str(reason.get("Message", "invalid item"))
                 error = ValidationFailed(message, code=code, operation="TransactWriteItems")
@@ -544,6 +570,18 @@ class TransactionalCounter(ConditionalCounterStrategy):
             if put.waiting:
                 put.future.set_exception(error)
         return failed
+
+    def _keyed_by_number(self, request: ItemSpec, item: Mapping[str, Any], number: int) -> bool:
+        """Whether ``item``, made from ``request`` for ``number``, has a key made from its
+        number: made for the next number (or the one before), it has another key. Then an
+        item in its way means the counter is behind its items, not a key the client chose."""
+        for other in (number + 1, number - 1):
+            try:
+                made = self._make_item(request, other)
+            except Exception:  # (the item function refuses that number: try the other)
+                continue
+            return self._key_values(made) != self._key_values(item)
+        return False
 
     def _remember_maybe_stored(self, write: _Transaction) -> None:
         """Remember the waiting puts of ``write``, maybe applied and unresolved, until their

@@ -154,14 +154,15 @@ async def test_fastapi_bad_input_is_422_and_takes_no_number(
 async def test_fastapi_maps_aioseq_errors_to_statuses(
     fastapi_client: httpx.AsyncClient, aioseq_endpoint: str, orders_table: str
 ) -> None:
-    # An order item that is already there (imported by hand, say): 409, and the counter
-    # does not move, so the next order still gets number 1... once the item is gone.
+    # An order item already there for the next number (imported by hand, say): the counter
+    # is behind its items, the service's fault: a 500 that reveals nothing (the log names
+    # the counter), not a 409 naming the item's key; the counter does not move, so the next
+    # order still gets number 1... once the item is gone.
     async with DynamoStore.open(table=orders_table, endpoint_url=aioseq_endpoint) as store:
         order_1 = {"pk": {"S": "orders-acme#1"}, "sk": {"N": "1"}}
         await store.send_once("put_item", TableName=orders_table, Item=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
-        assert response.status_code == 409
-        assert "already exists" in response.json()["detail"]
+        assert (response.status_code, response.json()) == (500, {"detail": "internal error"})
         await store.send_once("delete_item", TableName=orders_table, Key=order_1)
         response = await fastapi_client.post(ORDERS, json={"customer": "a", "total": "1"})
         assert (response.status_code, response.json()["number"]) == (201, 1)
@@ -308,7 +309,8 @@ async def test_a_request_sent_again_with_its_idempotency_key_gets_the_first_orde
     server: str, aioseq_endpoint: str, orders_table: str
 ) -> None:
     """Two POSTs with one ``Idempotency-Key``: one order number, one order stored; ten at
-    once with another key: one more; another body under a used key: 422, nothing stored."""
+    once with another key: one more; another body under a used key: 422, a key that is not
+    one: 400 in both services; nothing stored."""
     ada = {"customer": "ada", "total": "12.50"}
     async with serving(server) as post:
         first = await post(ORDERS, ada, {IDEMPOTENCY_KEY: "a1"})
@@ -329,8 +331,9 @@ async def test_a_request_sent_again_with_its_idempotency_key_gets_the_first_orde
             ORDERS, {"customer": "eve", "total": "1"}, {IDEMPOTENCY_KEY: "a1"}
         )
         assert status == 422 and "a1" in body["detail"]
-        status, _ = await post(ORDERS, ada, {IDEMPOTENCY_KEY: "x" * 256})
-        assert status == 422
+        for bad in ("x" * 256, ""):  # not a key: the client's 400, as http_answer says
+            status, body = await post(ORDERS, ada, {IDEMPOTENCY_KEY: bad})
+            assert status == 400 and "255 characters" in body["detail"], (status, body)
         assert (await post(ORDERS, ada))[1]["number"] == 3  # no key: a new order
     stored = await stored_orders(aioseq_endpoint, orders_table)
     assert sorted(stored) == [1, 2, 3]

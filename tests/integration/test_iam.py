@@ -115,6 +115,9 @@ async def test_every_request_is_within_the_documented_policy(
     with record.feature("create_table"):
         assert await store.create_table() is True
         assert await store.create_table() is False  # exists: CreateTable fails, then checked
+    with record.feature("enable_ttl"):
+        assert await store.enable_ttl() is True
+        assert await store.enable_ttl() is False  # enabled: DescribeTimeToLive only
     with record.feature("check_table"):
         await store.check_table()
 

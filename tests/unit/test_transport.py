@@ -215,12 +215,27 @@ async def test_dynamodb_error_codes_map_to_one_error_each(
     transport, answers = wired
     answers.error(code, "the service says no", status=status)
     with pytest.raises(error) as raised:
-        await transport.send("get_item", get())
+        await transport.send("update_item", add_one())
     assert type(raised.value) is error
-    assert (raised.value.code, raised.value.operation) == (code, "GetItem")
-    assert str(raised.value) == f"GetItem: {code}: the service says no"
+    assert (raised.value.code, raised.value.operation) == (code, "UpdateItem")
+    assert str(raised.value) == f"UpdateItem: {code}: the service says no"
     assert (raised.value.retryable, raised.value.maybe_applied) == (retryable, maybe_applied)
     assert raised.value.__cause__ is not None  # botocore's ClientError, chained
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [("InternalServerError", 500), ("SomethingNewException", 502)]
+)
+async def test_a_reads_5xx_applied_nothing(
+    wired: tuple[BotocoreTransport, Answers], code: str, status: int
+) -> None:
+    """A 5xx may follow a write's success, never a read's: ``maybe_applied`` is set per
+    request where the error is made, not by its class."""
+    transport, answers = wired
+    answers.error(code, "the service says no", status=status)
+    with pytest.raises(ServiceUnavailable) as raised:
+        await transport.send("get_item", get())
+    assert raised.value.retryable and not raised.value.maybe_applied
 
 
 async def test_a_failed_condition_carries_the_item_it_failed_on(
