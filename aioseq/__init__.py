@@ -55,6 +55,7 @@ from aioseq.errors import RetriesExhausted as RetriesExhausted
 from aioseq.errors import ServiceUnavailable as ServiceUnavailable
 from aioseq.errors import StoreClosed as StoreClosed
 from aioseq.errors import StoreError as StoreError
+from aioseq.errors import StoreNotOpened as StoreNotOpened
 from aioseq.errors import TableNotFound as TableNotFound
 from aioseq.errors import Throttled as Throttled
 from aioseq.errors import TransactionCanceled as TransactionCanceled
@@ -146,6 +147,7 @@ __all__ = [
     "StatisticsObserver",
     "StoreClosed",
     "StoreError",
+    "StoreNotOpened",
     "StoreStatistics",
     "TableNotFound",
     "TableSpec",

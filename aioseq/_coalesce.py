@@ -69,12 +69,18 @@ class LoopBinding:
             if home is not None and home is not loop:
                 # (its store's client lives there: a request from here would fail, or hang)
                 raise WrongEventLoop(
-                    f"{self.owner} is used in another event loop than its DynamoStore's;"
-                    " open one store per loop"
+                    f"{self.owner} is used in another event loop than its DynamoStore's:"
+                    " open one DynamoStore per event loop, in that loop, and make the object"
+                    " from it there"
                 )
             self.loop = loop
         elif loop is not self.loop:
-            raise WrongEventLoop(f"{self.owner} belongs to another event loop; make one per loop")
+            raise WrongEventLoop(
+                f"{self.owner} belongs to the event loop it was first used in, not this one:"
+                " open one DynamoStore per event loop, in that loop, and make the object from"
+                " it there (a store hands back the same object for a key, so another factory"
+                " call on this store does not help)"
+            )
         return loop
 
 

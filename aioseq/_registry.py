@@ -166,6 +166,12 @@ class Registry:
             self._sweeper = loop.create_task(self._sweep_forever(), name="aioseq-idle-sweeper")
         return obj
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the shared objects live in: the first one a factory was called in
+        (``None`` before)."""
+        return self._loop
+
     def _running_loop(self) -> asyncio.AbstractEventLoop | None:
         """The running loop (``None`` outside one), bound at the first call inside one.
 

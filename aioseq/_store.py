@@ -14,7 +14,7 @@ import logging
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import aioboto3
 
@@ -45,6 +45,7 @@ from aioseq.errors import (
     NumberingMismatch,
     StoreClosed,
     StoreError,
+    StoreNotOpened,
     ValidationFailed,
     WrongEventLoop,
 )
@@ -303,6 +304,8 @@ class DynamoStore:
             ConfigurationError: a bad argument (checked before anything is opened), or, when
                 awaited, an endpoint from the environment that is not a URL, a region that is
                 missing (and no endpoint is configured) or malformed, or no credentials for AWS.
+            StoreNotOpened: what it returns used as the store (an attribute of it, an
+                ``await`` forgotten), or entered with ``with`` in place of ``async with``.
         """
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
         if idle_secs is not None:
@@ -378,15 +381,27 @@ class DynamoStore:
 
         Raises:
             ConfigurationError: a bad ``timeout_secs``.
-            WrongEventLoop: called from another event loop than the client's (nothing is
-                closed: its connections can only be closed there).
+            WrongEventLoop: called from another event loop than the store's (its client's,
+                or the one its objects were made in), running or closed: nothing is closed,
+                as its connections and tasks can only be closed there. Close a store in its
+                own loop before that loop ends (``asyncio.run()`` closes its loop when it
+                returns).
         """
         check_seconds(timeout_secs, "timeout_secs")
-        home = self.loop
-        if home is not None and home is not asyncio.get_running_loop() and not home.is_closed():
+        home = self.loop or self._shared.loop
+        if home is not None and home is not asyncio.get_running_loop():
+            if home.is_closed():
+                raise WrongEventLoop(
+                    f"this DynamoStore belongs to an event loop that is closed now ({home!r}:"
+                    " the one it was opened in, or its counters were made in), so its"
+                    " connections and tasks can no longer be closed; nothing was closed."
+                    " Close a store in its own loop before that loop ends: with asyncio.run(),"
+                    " inside the coroutine it runs (async with DynamoStore.open(...) as"
+                    " store: ...)"
+                )
             raise WrongEventLoop(
-                "this DynamoStore belongs to another event loop: close it there"
-                " (await store.aclose() in the loop that opened it)"
+                f"this DynamoStore belongs to another event loop ({home!r}): close it there"
+                " (await store.aclose() in the loop that opened it); nothing was closed"
             )
         if self._close_task is None:
             self._closed = True
@@ -1227,6 +1242,27 @@ class _Opening:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._store is not None:
             await self._store.aclose()
+
+    if not TYPE_CHECKING:  # at run time only: a type checker still flags these mistakes
+
+        def __getattr__(self, name: str) -> NoReturn:
+            if name.startswith("_"):  # (asked by tools: copy, pickle, inspect)
+                raise AttributeError(f"'_Opening' object has no attribute {name!r}")
+            raise StoreNotOpened(
+                f"DynamoStore.open() returns an opening, not the store, so it has no {name!r}:"
+                " await it (store = await DynamoStore.open(...)) or enter it (async with"
+                f" DynamoStore.open(...) as store:), then use store.{name}"
+            )
+
+        def __enter__(self) -> NoReturn:
+            raise StoreNotOpened(
+                "DynamoStore.open() is an async context manager: use async with"
+                " DynamoStore.open(...) as store:, not with (or store = await"
+                " DynamoStore.open(...))"
+            )
+
+        def __exit__(self, *exc_info: object) -> None:
+            pass  # (never reached: __enter__ raises)
 
 
 def _sharing(

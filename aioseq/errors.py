@@ -50,6 +50,7 @@ __all__ = [
     "ServiceUnavailable",
     "StoreClosed",
     "StoreError",
+    "StoreNotOpened",
     "TableNotFound",
     "Throttled",
     "TransactionCanceled",
@@ -82,9 +83,21 @@ class StoreClosed(AioseqError, RuntimeError):
     """The store (or an object bound to it) was used after ``aclose()``."""
 
 
+class StoreNotOpened(AioseqError, AttributeError, TypeError):
+    """What [`DynamoStore.open()`][aioseq.DynamoStore.open] returns was used as the store: an
+    attribute of it (``DynamoStore.open().atomic_counter(...)``, an ``await`` forgotten), or
+    ``with`` in place of ``async with``. Await it, ``store = await DynamoStore.open(...)``, or
+    enter it, ``async with DynamoStore.open(...) as store:``. Also an ``AttributeError`` and a
+    ``TypeError``, what Python raises for these mistakes; nothing was opened."""
+
+
 class WrongEventLoop(AioseqError, RuntimeError):
-    """An object that keeps per-event-loop state (a block allocator, a grouped counter) was used
-    from an event loop other than the one it first ran in. Make one per event loop."""
+    """A store, or an object made on it (a block allocator, a counter), was used from another
+    event loop than its own: the loop the store's client was opened in, or the one the object
+    first ran in. Its connections, futures and tasks live there. Open one
+    [`DynamoStore`][aioseq.DynamoStore] per event loop, in that loop, and make the objects from
+    it there (a store hands back the same object for a key, so another factory call on the
+    same store does not help); close a store in its own loop, before that loop ends."""
 
 
 class NumberOutOfRange(AioseqError, OverflowError):

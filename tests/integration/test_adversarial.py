@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import random
 import socket
 import threading
@@ -290,6 +291,30 @@ def test_an_object_first_used_in_another_loop_than_its_store_is_refused(
         first.run_until_complete(store.aclose())
     finally:
         first.close()
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the session it leaks, on purpose
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_store_whose_loop_closed_says_so_on_close_and_closes_nothing(
+    aioseq_endpoint: str,
+) -> None:
+    """``store = asyncio.run(open())``, then ``asyncio.run(store.aclose())``: its connections
+    died with their loop. The close says which loop and what to do, and leaves the store as it
+    was, not marked closed with its client half torn down."""
+    store = asyncio.run(_open(aioseq_endpoint))
+    with pytest.raises(WrongEventLoop, match="closed now") as caught:
+        asyncio.run(store.aclose())
+    assert "before that loop ends" in str(caught.value)
+    assert not store.closed
+    name = store.table.name
+    del store, caught
+    gc.collect()  # its client's session is reported leaked here, under this test's filters
+    asyncio.run(_drop(aioseq_endpoint, name))
+
+
+async def _drop(endpoint: str, table: str) -> None:
+    async with DynamoStore.open(endpoint_url=endpoint, table=table) as store:
+        await store.delete_table()
 
 
 async def test_another_thread_is_refused_for_a_grouped_counter(aioseq_store: DynamoStore) -> None:

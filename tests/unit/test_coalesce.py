@@ -186,7 +186,7 @@ async def test_kick_runs_a_flush_with_nobody_waiting_once() -> None:
 def test_another_event_loop_is_refused() -> None:
     coalescer: Coalescer[int, int] = Coalescer(Recorder(), name="c")
     assert asyncio.run(coalescer.submit(1)) == 10
-    with pytest.raises(WrongEventLoop, match="c belongs to another event loop"):
+    with pytest.raises(WrongEventLoop, match="c belongs to the event loop it was first used in"):
         asyncio.run(coalescer.submit(2))
 
 

@@ -1,13 +1,23 @@
 """DynamoStore.open() and the values it takes (RetryPolicy, TableSpec) refuse what no request
-could fix, before opening anything: no server."""
+could fix, before opening anything; the first mistakes with a store (an ``await`` forgotten,
+another event loop) say what to do. No server."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
-from aioseq import ConfigurationError, DynamoStore, RetryPolicy, TableSpec
+from aioseq import (
+    ConfigurationError,
+    DynamoStore,
+    RetryPolicy,
+    StoreNotOpened,
+    TableSpec,
+    WrongEventLoop,
+)
+from aioseq.testing import FakeDynamoDB
 
 ENDPOINT = "http://127.0.0.1:8000"
 
@@ -109,3 +119,67 @@ def test_bad_table_specs_are_refused(options: dict[str, object]) -> None:
 def test_bad_client_options_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
         DynamoStore.open(**options)  # type: ignore[arg-type]
+
+
+# --- the mistakes a newcomer makes first: each error says what to do instead ----------------
+
+
+def test_open_used_as_the_store_says_to_await_it() -> None:
+    """``DynamoStore.open().atomic_counter(...)``: an ``await`` forgotten. Nothing is opened,
+    and a type checker still flags it (the ignore below is needed, or mypy fails the lint)."""
+    opening = DynamoStore.open(endpoint_url=ENDPOINT)
+    with pytest.raises(StoreNotOpened, match=r"await DynamoStore\.open\(") as caught:
+        opening.atomic_counter("orders")  # type: ignore[attr-defined]
+    assert "async with DynamoStore.open(...) as store" in str(caught.value)
+    assert "store.atomic_counter" in str(caught.value)
+    assert isinstance(caught.value, AttributeError)  # what Python raises for it: hasattr works
+    assert not hasattr(opening, "create_table")
+
+
+def test_open_entered_with_with_says_async_with() -> None:
+    def enter_with_with() -> None:
+        with DynamoStore.open(endpoint_url=ENDPOINT):  # type: ignore[attr-defined]
+            pass
+
+    with pytest.raises(StoreNotOpened, match=r"use async with DynamoStore\.open\(") as caught:
+        enter_with_with()
+    assert isinstance(caught.value, TypeError)  # what Python raises for it
+
+
+def test_a_counter_used_from_a_second_event_loop_says_to_open_a_store_there() -> None:
+    """The store hands back the same object for a key, so the error cannot say "make another
+    counter": it says to open a store in that loop."""
+    store = DynamoStore(transport=FakeDynamoDB(), table="newcomer")
+    first = asyncio.new_event_loop()
+    try:
+        first.run_until_complete(store.create_table())
+        assert first.run_until_complete(store.atomic_counter("k").next()) == 1
+
+        async def again() -> int:
+            return await store.atomic_counter("k").next()  # the same object
+
+        with pytest.raises(WrongEventLoop, match="open one DynamoStore per event loop"):
+            asyncio.run(again())
+        assert first.run_until_complete(again()) == 2  # still fine in its own loop
+        first.run_until_complete(store.aclose())
+    finally:
+        first.close()
+
+
+def test_aclose_after_its_event_loop_closed_says_so_and_closes_nothing() -> None:
+    """``store = asyncio.run(...)`` then ``asyncio.run(store.aclose())``: the loop the store's
+    objects live in is gone, so nothing can be closed cleanly; the store says which loop and
+    stays as it was (not closed halfway)."""
+
+    async def used() -> DynamoStore:
+        store = DynamoStore(transport=FakeDynamoDB(), table="newcomer")
+        await store.create_table()
+        await store.atomic_counter("k").next()
+        return store
+
+    store = asyncio.run(used())
+    with pytest.raises(WrongEventLoop, match="closed now") as caught:
+        asyncio.run(store.aclose())
+    assert "before that loop ends" in str(caught.value)
+    assert "closed=True" in str(caught.value)  # the loop named, as asyncio shows it
+    assert not store.closed  # nothing was done: no half-closed store
