@@ -14,7 +14,7 @@ from typing import Any
 from aioseq._items import AttributeValue, number, parse_counter
 from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE, UPDATED_AT_ATTRIBUTE
 from aioseq.errors import ConditionFailed, ConfigurationError, NumberOutOfRange
-from aioseq.numbering import Numbering, recorded_text, renumbered_value
+from aioseq.numbering import Numbering, recorded_text, refuse_scoped, renumbered_value
 
 __all__ = [
     "NO_LIMIT",
@@ -158,13 +158,11 @@ def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str
     Raises:
         CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
             ``aioseq_numbering`` is not one aioseq wrote.
+        NumberingMismatch: it is a Region-scoped key's scope record (read without
+            ``regions=``).
     """
+    refuse_scoped(item, key)
     recorded = recorded_text(item, key)
-    if recorded is not None and recorded.startswith("regions="):
-        raise ConfigurationError(
-            f"counter {key!r} is Region-scoped ({recorded}): each Region has its own counter"
-            " item; describe it from a store with those regions= (aioseq --regions)"
-        )
     return CounterInfo(
         key=key,
         value=parse_counter(item, key, attribute),
@@ -232,7 +230,10 @@ def renumbering(
         ConfigurationError: the counter item records no numbering, has handed out numbers, and
             ``previous`` does not say under which numbering.
         CounterValueInvalid: its value or numbering is unreadable.
+        NumberingMismatch: it is a Region-scoped key's scope record (read without
+            ``regions=``).
     """
+    refuse_scoped(item, key)
     old_text = recorded_text(item, key)
     value = parse_counter(item, key, value_attribute)
     if old_text is not None:

@@ -50,6 +50,7 @@ from aioseq.errors import (
     WrongEventLoop,
 )
 from aioseq.numbering import (
+    UNSCOPED,
     Numbering,
     RegionScope,
     ScopeRecord,
@@ -993,7 +994,7 @@ class DynamoStore:
         check_recorded(item, key, record)
         if item is not None and set(item) - set(item_key) - {NUMBERING_ATTRIBUTE}:
             # A counter item with a value: the key was used without regions=.
-            raise NumberingMismatch(key, _Unscoped(), record)
+            raise NumberingMismatch(key, UNSCOPED, record)
         return record
 
     # --- the table --------------------------------------------------------------------------
@@ -1289,11 +1290,3 @@ def _sharing(
             raise ConfigurationError(f"region_slots={slots} differs from {regions}")
         return regions
     return RegionScope(tuple(regions) if not isinstance(regions, str) else regions, slots or 0)  # type: ignore[arg-type]
-
-
-class _Unscoped:
-    """What a counter key used without ``regions=`` records, for
-    [`NumberingMismatch`][aioseq.errors.NumberingMismatch]."""
-
-    def encode(self) -> str:
-        return "no Region scope (a counter numbered without regions=)"

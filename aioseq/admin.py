@@ -71,6 +71,7 @@ from aioseq.numbering import (
     ScopeRecord,
     decode_recorded,
     recorded_text,
+    refuse_scoped,
     scope_kept,
 )
 
@@ -168,6 +169,7 @@ async def _write_within_limit(
                 **params,
             )
         except ConditionFailed as exc:
+            refuse_scoped(exc.item, key)  # a store without regions= on a Region-scoped key
             recorded = recorded_text(exc.item, key)
             if recorded is None or " max_value=" not in recorded:
                 raise  # not the limit: the caller's condition refused it
@@ -269,6 +271,8 @@ async def set_counter(
             records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
+        NumberingMismatch: the key is Region-scoped and the store has no ``regions=`` (a
+            ``home_region=`` store, say); the message names the scope to pass. Nothing written.
         RetriesExhausted, StoreError: as for any request; with ``allow_backward``, a lost
             answer (``maybe_applied``: the counter may have been set) is not retried.
     """
@@ -343,6 +347,7 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
             records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1``; nothing written.
+        NumberingMismatch: as for [`set_counter()`][aioseq.admin.set_counter].
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
@@ -377,6 +382,7 @@ async def describe_counter(store: DynamoStore, key: str) -> CounterInfo:
         ConfigurationError: a bad key.
         CounterNotFound: there is no counter item for ``key`` (a sort-key counter has none).
         CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``.
+        NumberingMismatch: the key is Region-scoped and the store has no ``regions=``.
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
@@ -745,6 +751,7 @@ async def start_after_maximum(
             holds a whole number in ``attribute`` (a misspelt name: nothing written). An empty
             ``table`` leaves the counter as it is, with a warning in the log.
         CounterValueInvalid: the counter item's value is not a whole number; nothing written.
+        NumberingMismatch: as for [`set_counter()`][aioseq.admin.set_counter].
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
@@ -824,6 +831,7 @@ async def set_numbering(
             [`Numbering`][aioseq.Numbering]; or the counter records no numbering, has handed out
             numbers, and ``previous`` is not given (nothing written).
         CounterValueInvalid: the counter item's value or numbering is unreadable.
+        NumberingMismatch: as for [`set_counter()`][aioseq.admin.set_counter].
         RetriesExhausted: writers kept moving the counter, or transient errors, beyond the
             retry policy.
         StoreError: a request failed in a way that is not retried (its subclass says how).

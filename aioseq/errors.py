@@ -193,7 +193,8 @@ class NumberingMismatch(AioseqError, ValueError):
         self.requested = requested
         super().__init__(
             f"counter {key!r} is numbered {stored.encode()!r}, not {requested.encode()!r};"
-            f"{_reordered(stored.encode(), requested.encode())} no number was taken"
+            f"{_reordered(stored.encode(), requested.encode())}"
+            f"{_scoped(stored.encode(), requested.encode())} no number was taken"
         )
 
 
@@ -208,6 +209,23 @@ def _reordered(stored: str, requested: str) -> str:
     return (
         " the same Regions in another order: a Region's slot is its place in the list, so"
         " every store lists them in the recorded order;"
+    )
+
+
+def _scoped(stored: str, requested: str) -> str:
+    """What to pass when a Region-scoped key is used without its Region scope."""
+    if not stored.startswith("regions=") or requested.startswith("regions="):
+        return ""
+    regions, slots = stored.split(" ")[:2]
+    listed = regions.removeprefix("regions=")
+    count = slots.removeprefix("slots=")
+    python = f"regions={listed.split(',')}"
+    cli = f"--regions {listed}"
+    if count != str(len(listed.split(","))):
+        python, cli = f"{python}, region_slots={count}", f"{cli} --region-slots {count}"
+    return (
+        " the key is Region-scoped: each Region has its own counter item, read and moved from"
+        f" a store opened with {python} (the command line's {cli});"
     )
 
 

@@ -374,6 +374,33 @@ def check_recorded(
         raise NumberingMismatch(key, decode_recorded(text), requested)
 
 
+class _Unscoped:
+    """What a store without ``regions=`` asks for, as
+    [`NumberingMismatch`][aioseq.errors.NumberingMismatch] names it."""
+
+    def encode(self) -> str:
+        return "no Region scope (a counter numbered without regions=)"
+
+
+#: The Region scope (none) of a store without ``regions=``.
+UNSCOPED = _Unscoped()
+
+
+def refuse_scoped(item: Mapping[str, AttributeValue] | None, key: str) -> None:
+    """Refuse to read or move counter ``key``'s counter item ``item`` when it is the key's
+    Region scope record (a store without ``regions=`` reads the key's own counter item, which
+    then holds no value: each Region's counter item holds one).
+
+    Raises:
+        NumberingMismatch: ``item`` records a Region scope; the message names it and the
+            ``regions=`` (``--regions``) to pass.
+        CounterValueInvalid: its recorded numbering is unreadable (see `recorded_text()`).
+    """
+    text = recorded_text(item, key)
+    if text is not None and text.startswith("regions="):
+        raise NumberingMismatch(key, ScopeRecord.decode(text), UNSCOPED)
+
+
 def scope_kept(old: RegionScope, new: RegionScope) -> bool:
     """Whether ``new`` numbers every Region of ``old`` as ``old`` does: the same count of
     slots, each Region of ``old`` in its slot (Regions added in free slots only), so no

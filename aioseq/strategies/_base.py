@@ -25,7 +25,7 @@ from aioseq._retry import Classify
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import NumbersHeld, Store
 from aioseq.errors import ConfigurationError, NumberingMismatch, StoreClosed
-from aioseq.numbering import Numbering, numbering_for
+from aioseq.numbering import Numbering, numbering_for, refuse_scoped
 from aioseq.strategies._counter_item import CounterItem, TrackedCounterItem
 from aioseq.strategies._recent_writes import LostAnswers
 
@@ -414,12 +414,14 @@ class Strategy:
 
         Raises:
             CounterValueInvalid: the value attribute is not a whole number.
+            NumberingMismatch: the key is Region-scoped and the store has no ``regions=``.
             RetriesExhausted: transient errors outlasted the retry policy.
             StoreError: a request failed in a way that is not retried (its subclass says how).
             StoreClosed: the store or this object is closed.
         """
         self._check_open()
         item = await self._retry(self._item.read)
+        refuse_scoped(item, self.key)
         value = parse_counter(item, self.key, self.store.table.value_attribute)
         return self._numbers_of.number(value) if value else 0
 

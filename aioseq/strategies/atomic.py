@@ -20,7 +20,14 @@ from aioseq.errors import (
     CounterValueInvalid,
     NumberOutOfRange,
 )
-from aioseq.numbering import GUARD, Numbering, check_recorded, guard_values, recorded_text
+from aioseq.numbering import (
+    GUARD,
+    Numbering,
+    check_recorded,
+    guard_values,
+    recorded_text,
+    refuse_scoped,
+)
 from aioseq.strategies._base import Strategy
 
 __all__ = ["AtomicCounter"]
@@ -274,11 +281,12 @@ class AtomicCounter(Strategy):
         Raises:
             CounterValueInvalid: the value is not a whole number, or the recorded numbering is
                 not one.
-            RetriesExhausted, StoreError, StoreClosed: as
+            NumberingMismatch, RetriesExhausted, StoreError, StoreClosed: as
                 [`current()`][aioseq.AtomicCounter.current].
         """
         self._check_open()
         item = await self._retry(self._item.read)
+        refuse_scoped(item, self.key)
         value = parse_counter(item, self.key, self.store.table.value_attribute)
         recorded = recorded_text(item, self.key)
         numbering = Numbering.decode(recorded) if recorded else self.numbering

@@ -111,6 +111,31 @@ def test_current_of_a_counter_never_used_fails(
     assert "CounterNotFound" in run.stderr and "'never-used'" in run.stderr
 
 
+@pytest.mark.only_on("dynamodb-local")  # the CLI's own contract: one server is enough
+def test_a_region_scoped_key_without_regions_names_the_scope_to_pass(
+    aioseq_endpoint: str, table: str
+) -> None:
+    regions = "us-east-1,eu-west-1"
+    scoped = run_cli(
+        "--endpoint-url", aioseq_endpoint, "--table", table, "--region", "us-east-1",
+        "--regions", regions, "next", "k", "--count", "2",
+    )  # fmt: skip
+    assert (scoped.returncode, scoped.stdout) == (0, "1\n3\n"), scoped.stderr
+    for command in (["current", "k"], ["describe", "k"], ["set", "k", "10"]):
+        run = run_cli(
+            "--endpoint-url", aioseq_endpoint, "--table", table, "--region", "us-east-1",
+            *command,
+        )  # fmt: skip
+        assert (run.returncode, run.stdout) == (1, ""), command
+        assert "NumberingMismatch" in run.stderr, run.stderr
+        assert f"--regions {regions}" in run.stderr, run.stderr
+    current = run_cli(
+        "--endpoint-url", aioseq_endpoint, "--table", table, "--region", "us-east-1",
+        "--regions", regions, "current", "k",
+    )  # fmt: skip
+    assert (current.returncode, current.stdout) == (0, "3\n"), current.stderr
+
+
 def test_an_unreachable_endpoint_fails_fast_in_one_line_naming_it() -> None:
     run = aioseq("next", "k", "--endpoint-url", "http://127.0.0.1:1", timeout=30)
     assert (run.returncode, run.stdout) == (1, "")

@@ -540,6 +540,48 @@ async def test_a_store_without_regions_is_refused_on_a_scoped_key() -> None:
             await store.aclose()
 
 
+async def test_admin_and_reads_without_regions_on_a_scoped_key_name_the_scope(
+    mrec: SimulatedGlobalTable,
+) -> None:
+    """A home_region= store (no regions=) reads the key's own counter item, which holds the
+    scope record and no value: every admin write and every read is refused with
+    NumberingMismatch naming the scope and what to pass, never CounterValueInvalid."""
+    from aioseq import admin
+
+    scoped = _store(mrec, EAST, regions=REGIONS)
+    assert await scoped.atomic_counter("k").next() == 1
+    await mrec.settle()
+    home = _store(mrec, EAST, home_region=EAST)
+    calls: dict[str, Callable[[], Awaitable[object]]] = {
+        "set_counter": lambda: admin.set_counter(home, "k", 5),
+        "set_counter backward": lambda: admin.set_counter(home, "k", 0, allow_backward=True),
+        "ensure_at_least": lambda: admin.ensure_at_least(home, "k", 5),
+        "set_numbering": lambda: admin.set_numbering(home, "k", Numbering(2, 1)),
+        "describe_counter": lambda: admin.describe_counter(home, "k"),
+        "atomic current": lambda: home.atomic_counter("k").current(),
+        "allocator current": lambda: home.block_allocator("k").current(),
+        "optimistic current": lambda: home.optimistic_counter("k").current(),
+        "transactional current": lambda: home.transactional_counter("k").current(),
+    }
+    for name, call in calls.items():
+        with pytest.raises(NumberingMismatch) as caught:
+            await call()
+        message = str(caught.value)
+        assert "'regions=us-east-1,eu-west-1 slots=2 stride=1 offset=1'" in message, name
+        assert "regions=['us-east-1', 'eu-west-1']" in message, name
+        assert "--regions us-east-1,eu-west-1" in message, name
+        assert not caught.value.maybe_applied, name
+    await mrec.settle()
+    assert await scoped.atomic_counter("k").current() == 1  # nothing was written
+    assert (await admin.describe_counter(scoped, "k")).value == 1
+    roomy = _store(mrec, EAST, regions=RegionScope((EAST, WEST), 4))
+    assert await roomy.atomic_counter("r").next() == 1
+    with pytest.raises(NumberingMismatch, match=r"region_slots=4 .*--region-slots 4"):
+        await admin.describe_counter(home, "r")
+    for store in (scoped, home, roomy):
+        await store.aclose()
+
+
 async def test_admin_in_a_new_region_keeps_the_numbering_shared_out(
     mrec: SimulatedGlobalTable,
 ) -> None:
