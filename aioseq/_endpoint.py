@@ -94,9 +94,10 @@ class EndpointHealth:
         self.down_after_secs = down_after_secs
         self.clock: Clock = clock or LoopClock()
         self.observer = observer
-        #: When it went down, on the store's clock (``None``: up).
+        #: The reading of ``clock.now()`` (monotonic seconds, not a time of day) when it went
+        #: down (``None``: up).
         self.down_since: float | None = None
-        #: When it last came up (or this object was made), on the store's clock.
+        #: The reading of ``clock.now()`` when it last came up (or this object was made).
         self.up_since = self.clock.now()
         #: The last error a request or a probe met without an answer (``None``: none yet).
         self.last_error: BaseException | None = None

@@ -459,10 +459,12 @@ class DynamoStore:
 
     @property
     def endpoint(self) -> EndpointHealth:
-        """Whether the endpoint answers: ``endpoint.down_since`` is when it went down (``None``
-        while it answers), ``endpoint.up_since`` when it last came up, on the store's clock.
-        While it is down, requests fail at once with
-        [`EndpointDown`][aioseq.errors.EndpointDown]."""
+        """Whether the endpoint answers. ``endpoint.down_since`` is the reading of the store's
+        [`clock`][aioseq.clock.Clock] (``store.clock.now()``: monotonic seconds, by default
+        ``time.monotonic()``, not a time of day) when it went down, ``None`` while it answers;
+        it has been down ``store.clock.now() - endpoint.down_since`` seconds.
+        ``endpoint.up_since`` is the reading when it last came up. While it is down, requests
+        fail at once with [`EndpointDown`][aioseq.errors.EndpointDown]."""
         return self.transport.endpoint
 
     @property
