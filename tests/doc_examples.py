@@ -6,15 +6,18 @@ plain ``pytest``) collects each page as one test item (``README.md::examples``) 
 
 - **Python blocks** run as written, top-level ``await`` and ``async with`` included (compiled
   with ``PyCF_ALLOW_TOP_LEVEL_AWAIT``; a coroutine is run on the page's event loop, one
-  per page). ``asyncio.run(main())`` works too.
+  per page), as ``python -m asyncio`` runs them. ``asyncio.run(main())`` works too. A page
+  with a visible block of top-level ``await`` says how to run it: it names
+  ``python -m asyncio`` (or the item fails, saying so).
 - **The page's server** is the session's serialized moto server (the ``aioseq_moto_server``
   fixture): ``AWS_ENDPOINT_URL`` points at it for the page, with test credentials, so
   ``DynamoStore.open()`` (endpoint from the environment) talks to it. The default table,
   ``aioseq``, is created before the page's first example and deleted after its last one: one
   table per page, which keeps the examples cheap (no server per page, no sleeps).
-- **Names a fragment uses**: ``store`` (an open ``DynamoStore`` on that table) and ``aioseq``
-  are in the namespace from the start, so a fragment such as ``print(store.statistics())``
-  runs as shown.
+- **Names a fragment uses** are the page's own: nothing is put in the namespace for it, so a
+  page imports ``aioseq`` and opens its ``store`` in a block the reader sees, and a reader
+  who runs the blocks in order runs what the suite runs. A store still open after the last
+  example is closed then.
 - **Output**: whatever the Python blocks print since the last check is compared with the next
   ```` ```text title="Output" ```` block (doctest's ``ELLIPSIS``: ``...`` matches anything).
 - **An example that cannot run alone** is preceded by ``<!-- skip: next "the reason" -->``
@@ -113,7 +116,6 @@ def _page_run(namespace: dict[str, Any]) -> _PageRun:
         os.environ.update(environ)
         raise
     run = namespace[_RUN] = _PageRun(loop, store, environ)
-    namespace.update({"aioseq": aioseq, "store": store})
     return run
 
 
@@ -124,7 +126,15 @@ def _teardown(namespace: dict[str, Any]) -> None:
     if run is None:
         return
 
+    left_open = [
+        value
+        for value in namespace.values()
+        if isinstance(value, aioseq.DynamoStore) and not value.closed
+    ]
+
     async def close() -> None:
+        for store in left_open:  # (a reader's session ends with its stores)
+            await store.aclose()
         with contextlib.suppress(aioseq.TableNotFound):
             await run.store.delete_table()
         await run.store.aclose()
@@ -148,6 +158,9 @@ def run_python(example: Example) -> str | None:
     code = compile(
         source, example.path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
+    unsaid = _how_to_run_unsaid(example, code)
+    if unsaid is not None:
+        return unsaid
     try:
         with contextlib.redirect_stdout(run.output):
             result = eval(code, example.namespace)  # exec, or a coroutine if the block awaits
@@ -161,6 +174,25 @@ def run_python(example: Example) -> str | None:
     finally:
         example.namespace.pop("__builtins__", None)
     return None
+
+
+#: What a page says of a block with top-level ``await``: the prompt it runs in.
+HOW_TO_RUN = "python -m asyncio"
+
+
+def _how_to_run_unsaid(example: Example, code: Any) -> str | None:
+    """A failure for a block the reader sees that needs top-level ``await`` on a page that
+    never says where to run it (``HOW_TO_RUN``), else ``None``."""
+    if not code.co_flags & inspect.CO_COROUTINE:  # (compiled so only with a top-level await)
+        return None
+    if example.document.text[example.start : example.end].lstrip().startswith("<!--"):
+        return None  # an invisible block: the page's own set-up or checks
+    if HOW_TO_RUN in " ".join(example.document.text.split()):  # (wrapped as prose is)
+        return None
+    return (
+        f"this block awaits at its top level, and the page never says how to run it: name"
+        f" {HOW_TO_RUN!r} once (or wrap the block in a main() run by asyncio.run)"
+    )
 
 
 def check_output(example: Example) -> str | None:
