@@ -81,6 +81,8 @@ async def test_every_kind_of_request_is_retried(aioseq_endpoint: str, tables: li
         ) as store:
             # CreateTable, DescribeTable (the wait until ACTIVE)
             assert await store.create_table() is True
+            # DescribeTimeToLive, UpdateTimeToLive
+            assert await store.enable_ttl() is True
             # UpdateItem, GetItem
             atomic = store.atomic_counter("atomic")
             assert await atomic.next_many(3) == range(1, 4)

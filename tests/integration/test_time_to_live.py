@@ -36,14 +36,15 @@ async def test_enable_ttl(aioseq_store: DynamoStore) -> None:
 async def test_two_stores_enabling_it_at_once_both_succeed(
     aioseq_store: DynamoStore, aioseq_endpoint: str
 ) -> None:
-    """Both look before either enables it; the second ``UpdateTimeToLive`` is refused where
-    the server refuses to enable it twice (DynamoDB Local, AWS), and its look again finds it
-    enabled."""
+    """When both look before either enables it, the second ``UpdateTimeToLive`` is refused
+    where the server refuses to enable it twice (DynamoDB Local, AWS), and its look again finds
+    it enabled: both succeed. (On a loaded machine one may look after the other enabled it:
+    then it sends no update and answers False.)"""
     async with DynamoStore.open(table=aioseq_store.table, endpoint_url=aioseq_endpoint) as other:
         got = await asyncio.gather(aioseq_store.enable_ttl(), other.enable_ttl())
-        assert list(got) == [True, True]
-        both = [store.requests["UpdateTimeToLive"] for store in (aioseq_store, other)]
-        assert both == [1, 1]  # (both looked first: one update was the second)
+        updates = [store.requests["UpdateTimeToLive"] for store in (aioseq_store, other)]
+        assert list(got) == [n == 1 for n in updates], (got, updates)
+        assert any(got), got
     assert await described(aioseq_store) == ENABLED
 
 
