@@ -172,10 +172,6 @@ class EndpointHealth:
         """Whether requests should fail at once (a query: it changes nothing)."""
         return self.down_since is not None
 
-    def answered_since(self, when: float) -> bool:
-        """Whether the endpoint answered anything after ``when`` (the store's clock)."""
-        return self._last_answer > when
-
     def refused(self, operation: str) -> EndpointDown:
         """The error a request gets while the endpoint is down (nothing sent); its
         ``__cause__`` is the last error a request or a probe met."""

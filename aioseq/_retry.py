@@ -142,8 +142,8 @@ class RetryEngine:
         policy: the bounds and the waits.
         observer: if given, each retry is reported to its ``on_retry``.
         clock: what bounds are measured and waits are slept on (the store's).
-        answers: the endpoint's health (the store's transport's), asked whether it answered
-            anything during a call whose connections fail; ``None``: never asked.
+        answers: the endpoint's health (the store's transport's): a call whose connections
+            fail stops once it is down; ``None``: ``max_unreachable_secs`` after it began.
     """
 
     __slots__ = ("answers", "clock", "observer", "policy", "retry_if", "stop", "wait")
@@ -367,11 +367,12 @@ class _Elapsed(stop_base):
 
 class _Unreachable(stop_base):
     """Stop on an endpoint that cannot be connected to at all
-    ([`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]) once ``secs`` have passed
-    since the first attempt with no answer from it to anything meanwhile: such a request was
-    never sent, and waiting out ``max_delay_secs`` only delays the error. A connection that
-    failed while the endpoint answers other requests (a connect timeout on a loaded machine,
-    a full listen backlog) is slowness, not silence: retried within the other bounds."""
+    ([`EndpointUnreachable`][aioseq.errors.EndpointUnreachable]): such a request was never
+    sent, and waiting out ``max_delay_secs`` only delays the error. With the endpoint's health
+    (a store's engine), once it is down: connections failed for ``secs`` with no answer to
+    anything in between. A connection that failed while the endpoint answers, or after a
+    silence it broke since (a connect timeout on a loaded machine, a full listen backlog), is
+    slowness: retried within the other bounds. Without it, ``secs`` after the first attempt."""
 
     def __init__(self, secs: float) -> None:
         self.secs = secs
@@ -382,9 +383,9 @@ class _Unreachable(stop_base):
             return False
         run = _run_of(retry_state)
         engine = run.engine
-        if engine.clock.now() - run.started < self.secs:
-            return False
-        return engine.answers is None or not engine.answers.answered_since(run.started)
+        if engine.answers is not None:
+            return engine.answers.is_down()
+        return engine.clock.now() - run.started >= self.secs
 
 
 class _Backoff(wait_base):
