@@ -1,5 +1,5 @@
 """Invoice series against real servers: two processes numbering documents dated on both sides
-of the new year (the rules themselves: tests/unit/test_series.py)."""
+of the new year (the rules themselves: tests/unit/test_series_on_fake.py)."""
 
 from __future__ import annotations
 
