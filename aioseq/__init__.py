@@ -42,6 +42,7 @@ from aioseq.errors import CounterValueInvalid as CounterValueInvalid
 from aioseq.errors import CounterWouldMoveBack as CounterWouldMoveBack
 from aioseq.errors import EndpointDown as EndpointDown
 from aioseq.errors import EndpointUnreachable as EndpointUnreachable
+from aioseq.errors import FutureDated as FutureDated
 from aioseq.errors import IdempotencyKeyInvalid as IdempotencyKeyInvalid
 from aioseq.errors import IdempotencyKeyReused as IdempotencyKeyReused
 from aioseq.errors import ItemAlreadyExists as ItemAlreadyExists
@@ -50,6 +51,7 @@ from aioseq.errors import NotHomeRegion as NotHomeRegion
 from aioseq.errors import NotSupportedByTable as NotSupportedByTable
 from aioseq.errors import NumberingMismatch as NumberingMismatch
 from aioseq.errors import NumberOutOfRange as NumberOutOfRange
+from aioseq.errors import PeriodClosed as PeriodClosed
 from aioseq.errors import RegionNotListed as RegionNotListed
 from aioseq.errors import RetriesExhausted as RetriesExhausted
 from aioseq.errors import ServiceUnavailable as ServiceUnavailable
@@ -86,6 +88,9 @@ from aioseq.observe import StatisticsObserver as StatisticsObserver
 # global tables
 from aioseq.regions import Replication as Replication
 
+# invoice series: a counter per calendar period
+from aioseq.series import Series as Series
+
 # strategies
 from aioseq.strategies import AtomicCounter as AtomicCounter
 from aioseq.strategies import OptimisticCounter as OptimisticCounter
@@ -119,6 +124,7 @@ __all__ = [
     "DynamoStore",
     "EndpointDown",
     "EndpointUnreachable",
+    "FutureDated",
     "GroupCommit",
     "HttpAnswer",
     "IdFormat",
@@ -135,12 +141,14 @@ __all__ = [
     "NumberingMismatch",
     "Observer",
     "OptimisticCounter",
+    "PeriodClosed",
     "RegionNotListed",
     "RegionScope",
     "Replication",
     "RetriesExhausted",
     "RetryPolicy",
     "SequenceSource",
+    "Series",
     "ServiceUnavailable",
     "ShardedItems",
     "SortKeyCounter",

@@ -14,7 +14,7 @@ import logging
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import aioboto3
 
@@ -49,6 +49,7 @@ from aioseq.errors import (
     ValidationFailed,
     WrongEventLoop,
 )
+from aioseq.formatting import IdFormat
 from aioseq.numbering import (
     UNSCOPED,
     Numbering,
@@ -60,6 +61,7 @@ from aioseq.numbering import (
 )
 from aioseq.observe import Observer
 from aioseq.regions import Replication, write_refusal
+from aioseq.series import DEFAULT_FUTURE_SECS, Series
 from aioseq.strategies.atomic import AtomicCounter
 from aioseq.strategies.optimistic import OptimisticCounter, WriteForm
 from aioseq.strategies.sort_key import OnConflict, SortKeyCounter
@@ -719,6 +721,138 @@ class DynamoStore:
             )
             found = self._shared.add("block_allocator", options, made)
         return found
+
+    # One overload per strategy, so that series.at() has the strategy's type.
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: Literal["transactional"] = ...,
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[TransactionalCounter]: ...
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: Literal["sort-key"],
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[SortKeyCounter]: ...
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: Literal["optimistic"],
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[OptimisticCounter]: ...
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: Literal["atomic"],
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[AtomicCounter]: ...
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: Literal["allocator"],
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[BlockAllocator]: ...
+    @overload
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: str,
+        grace_secs: float | None = ...,
+        future_secs: float | None = ...,
+        id_format: IdFormat | None = ...,
+        **options: Any,
+    ) -> Series[Any]: ...
+    def series(
+        self,
+        key: str,
+        *,
+        period: str,
+        tz: str,
+        strategy: str = "transactional",
+        grace_secs: float | None = None,
+        future_secs: float | None = DEFAULT_FUTURE_SECS,
+        id_format: IdFormat | None = None,
+        **options: Any,
+    ) -> Series[Any]:
+        """A [`Series`][aioseq.Series]: numbers from 1 again in every calendar period
+        (``period="year"``, ``"month"``, ``"day"``, ``"fiscal-year:M"``) in zone ``tz``, each
+        period's counter the object this store shares for counter key ``f"{key}/{label}"``.
+        No request; see docs/series.md.
+
+            invoices = store.series("invoices-acme", period="year", tz="Europe/Paris")
+            number = await invoices.at(issued).put(...)
+
+        Parameters:
+            key, period, tz, grace_secs, future_secs, id_format: see
+                [`Series`][aioseq.Series].
+            strategy: ``"transactional"`` (gapless, the default), ``"sort-key"`` (gapless),
+                ``"optimistic"``, ``"atomic"`` or ``"allocator"`` (holes possible).
+            options: the strategy's factory's other arguments (``group=``, ...).
+
+        Raises:
+            ConfigurationError: a bad argument, an unknown strategy or option.
+        """
+        factories: dict[str, Callable[..., Any]] = {
+            "transactional": self.transactional_counter,
+            "sort-key": self.sort_key_counter,
+            "optimistic": self.optimistic_counter,
+            "atomic": self.atomic_counter,
+            "allocator": self.block_allocator,
+        }
+        factory = factories.get(strategy)
+        if factory is None:
+            raise ConfigurationError(
+                f"strategy must be one of {', '.join(map(repr, factories))}, not {strategy!r}"
+            )
+        return Series(
+            key,
+            factory,
+            period=period,
+            tz=tz,
+            grace_secs=grace_secs,
+            future_secs=future_secs,
+            id_format=id_format,
+            options=options,
+        )
 
     def statistics(self) -> StoreStatistics:
         """A frozen snapshot of the objects this store shares per key: how many live, how many

@@ -37,6 +37,7 @@ from aioseq.errors import (
     CounterWouldMoveBack,
     TableNotFound,
 )
+from aioseq.series import period_counter_key
 
 __all__ = ["main"]
 
@@ -226,9 +227,9 @@ def _add_operations(
         "describe",
         parents=[common],
         help="one counter, as in list, its headroom, and its partition's ceiling on AWS when items"
-        " share it",
+        " share it; for a series' key, each of its periods",
     )
-    describe.add_argument("key", metavar="KEY", help="the counter key")
+    describe.add_argument("key", metavar="KEY", help="the counter key, or a series' key")
     describe.add_argument("--json", action="store_true", help="a JSON object")
 
     # ``--table`` here names the table to scan; the counter table is the --table given before
@@ -276,7 +277,12 @@ def _add_operations(
         help="check counters against their items: a missing number, or one used above the"
         " counter, is a finding (exit 1)",
     )
-    audit.add_argument("keys", nargs="*", metavar="KEY", help="counter keys (default: every one)")
+    audit.add_argument(
+        "keys",
+        nargs="*",
+        metavar="KEY",
+        help="counter keys, or series' keys: each period on its own (default: every counter)",
+    )
     audit.add_argument(
         "--partition",
         metavar="P",
@@ -473,21 +479,51 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _describe(args: argparse.Namespace) -> int:
     async with await _open(args) as store:
-        info = await admin.describe_counter(store, args.key)
-        ceiling = await admin.partition_ceiling(store, args.key)
-    if args.json:
-        print(json.dumps({**counter_record(info), "partition_ceiling": ceiling}))
-    else:
-        headroom = "-" if info.headroom is None else info.headroom
-        shared = "-" if ceiling is None else f"{ceiling:.0f}"
-        print(f"{counter_line(info)}\t{headroom}\t{shared}")
-    if ceiling is not None:
-        print(
-            f"items share the counter item's partition: on AWS it takes about {ceiling:,.0f}"
-            " puts/s of them (1,000 WCU/s); spread them (aioseq.layout.ShardedItems)",
-            file=sys.stderr,
-        )
+        try:
+            keys, series = [args.key], False
+            described = [await admin.describe_counter(store, args.key)]
+        except CounterNotFound:  # a series' key: its periods (found by a Scan)
+            keys, series = (await _series_periods(store)).get(args.key, []), True
+            if not keys:
+                raise
+            described = [await admin.describe_counter(store, key) for key in keys]
+        ceilings = [await admin.partition_ceiling(store, key) for key in keys]
+    for info, ceiling in zip(described, ceilings, strict=True):
+        record = {**counter_record(info), "partition_ceiling": ceiling}
+        if series:
+            record["series"], record["period"] = period_counter_key(info.key) or ("", "")
+        if args.json:
+            print(json.dumps(record))
+        else:
+            headroom = "-" if info.headroom is None else info.headroom
+            shared = "-" if ceiling is None else f"{ceiling:.0f}"
+            print(f"{counter_line(info)}\t{headroom}\t{shared}")
+        if ceiling is not None:
+            print(
+                f"{info.key + ': ' if series else ''}items share the counter item's partition:"
+                f" on AWS it takes about {ceiling:,.0f} puts/s of them (1,000 WCU/s); spread"
+                " them (aioseq.layout.ShardedItems)",
+                file=sys.stderr,
+            )
     return 0
+
+
+async def _series_periods(store: DynamoStore) -> dict[str, list[str]]:
+    """Series key -> the counter keys of its periods, sorted: the counters of this store's
+    Region whose key has a period counter key's shape (``KEY/2026``, ``KEY/2026-03``,
+    ``KEY/2026-03-31``: `aioseq.series.period_counter_key`). One Scan
+    (`admin.list_counters`). The shape alone: an ordinary counter so named counts too; a
+    sort-key series has no counter items, so none of its periods."""
+    suffix = f"@{store.region}" if store.region_scope is not None else ""
+    found: dict[str, list[str]] = {}
+    async for info in admin.list_counters(store):
+        if suffix and not info.key.endswith(suffix):
+            continue
+        key = info.key.removesuffix(suffix) if suffix else info.key
+        parsed = period_counter_key(key)
+        if parsed is not None:
+            found.setdefault(parsed[0], []).append(key)
+    return {series: sorted(keys) for series, keys in found.items()}
 
 
 # --- output formats of list / describe ---------------------------------------------------
@@ -576,6 +612,19 @@ async def _audit(args: argparse.Namespace) -> int:
         if not args.keys and store.region_scope is not None:  # this Region's counter items
             suffix = f"@{store.region}"
             keys = [key.removesuffix(suffix) for key in keys if key.endswith(suffix)]
+        if args.keys:  # a series' key (no counter item of its own): each of its periods
+            periods: dict[str, list[str]] | None = None
+            named, keys = keys, []
+            for key in named:
+                if period_counter_key(key) is None and "/" not in key:
+                    try:
+                        await admin.describe_counter(store, key)
+                    except CounterNotFound:
+                        periods = periods if periods is not None else await _series_periods(store)
+                        if key in periods:
+                            keys += periods[key]
+                            continue
+                keys.append(key)
         findings = 0
         for key in keys:
 

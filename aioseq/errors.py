@@ -15,6 +15,7 @@ This module is the bottom of the package: it imports nothing of aioseq.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 
@@ -37,6 +38,7 @@ __all__ = [
     "CounterWouldMoveBack",
     "EndpointDown",
     "EndpointUnreachable",
+    "FutureDated",
     "IdempotencyKeyInvalid",
     "IdempotencyKeyReused",
     "ItemAlreadyExists",
@@ -45,6 +47,7 @@ __all__ = [
     "NotSupportedByTable",
     "NumberOutOfRange",
     "NumberingMismatch",
+    "PeriodClosed",
     "RegionNotListed",
     "RetriesExhausted",
     "ServiceUnavailable",
@@ -440,6 +443,57 @@ class IdempotencyKeyReused(AioseqError, ValueError):
         super().__init__(
             f"idempotency key {idempotency_key!r} of counter {counter_key!r} was used with"
             f" another item (stored as number {number}); nothing was written"
+        )
+
+
+class PeriodClosed(AioseqError, ValueError):
+    """A series' period no longer takes documents: its end plus the series' ``grace_secs``
+    has passed. Raised by [`Series.at()`][aioseq.Series.at] before any request: nothing was
+    written and no number was used (see docs/series.md, late documents).
+
+    Attributes:
+        series: the series key.
+        period: the period's label (``"2026"``).
+        closed_at: when it stopped taking documents (an aware ``datetime`` in the series'
+            zone).
+        on: the document's date.
+        now: the time of the refusal (aware).
+    """
+
+    def __init__(
+        self, series: str, period: str, closed_at: datetime, on: object, now: datetime
+    ) -> None:
+        self.series = series
+        self.period = period
+        self.closed_at = closed_at
+        self.on = on
+        self.now = now
+        super().__init__(
+            f"series {series!r}: period {period!r} closed at {closed_at.isoformat()}, so the"
+            f" document dated {on} is refused at {now.isoformat()}; nothing was written"
+        )
+
+
+class FutureDated(AioseqError, ValueError):
+    """A document is dated further ahead of now than a series tolerates (its
+    ``future_secs``): a wrong date or a wrong clock, which would open a period early. Raised
+    by [`Series.at()`][aioseq.Series.at] before any request: nothing was written.
+
+    Attributes:
+        series: the series key.
+        on: the document's date.
+        now: the time of the refusal (aware).
+        tolerance_secs: how far ahead a document may be dated, in seconds.
+    """
+
+    def __init__(self, series: str, on: object, now: datetime, tolerance_secs: float) -> None:
+        self.series = series
+        self.on = on
+        self.now = now
+        self.tolerance_secs = tolerance_secs
+        super().__init__(
+            f"series {series!r}: the document dated {on} is more than {tolerance_secs:g} s"
+            f" ahead of now ({now.isoformat()}); nothing was written"
         )
 
 

@@ -14,12 +14,15 @@ workload (calls, deadlines, idempotency keys), and the faults, drawn per request
 - callers that give up (``asyncio.wait_for`` deadlines), processes that crash (requests never
   answered, nothing closed), stores closed while calls run, idle objects dropped;
 - an operator moving counters forward, and a Region added to a Region-scoped key.
+- an invoice series (docs/series.md) on a gapless strategy, its documents dated on both sides
+  of a new year that falls during the run, some late, some refused past the grace.
 
 Afterwards the invariants are checked (`check()`): no number handed out twice (across
 processes and Regions; an idempotency key's replays excepted), no item stored twice, the
 gapless strategies' items numbered without holes, each idempotency key one number and one
-item, no error a correct deployment should not see, no caller waiting past a bound, and
-every counter still moving once the faults stop. A failing seed prints a command that replays
+item, no error a correct deployment should not see, no caller waiting past a bound, every
+counter still moving once the faults stop, and each series document in its own date's period,
+refused exactly when that period had closed. A failing seed prints a command that replays
 it exactly and the requests that touched the counter at fault.
 
     python -m verification.simulate --seeds 2000          # seeds 0..1999, all cores
@@ -34,6 +37,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -48,10 +52,12 @@ import traceback
 import warnings
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from aioseq import DynamoStore, RegionScope, RetryPolicy, admin
+from aioseq import DynamoStore, RegionScope, RetryPolicy, Series, admin
 from aioseq._transport import may_apply
 from aioseq.errors import (
     AioseqError,
@@ -62,6 +68,7 @@ from aioseq.errors import (
     ItemAlreadyExists,
     NumberingMismatch,
     NumberOutOfRange,
+    PeriodClosed,
     StoreClosed,
 )
 from aioseq.testing import FakeDynamoDB, SimulatedGlobalTable
@@ -85,6 +92,20 @@ SET_FORWARD = frozenset({"atomic", "allocator"})
 #: after the replication delay, in virtual seconds (readings are at most 10 s apart, and a
 #: reading that fails under the faults is tried at the next one: two periods and retries).
 SCOPE_SETTLE_SECS = 25.0
+#: The invoice series of a series scenario (docs/series.md): its key and zone, and the new
+#: year that falls during the run (at ``Scenario.boundary_secs`` of virtual time).
+SERIES_KEY = "series-1"
+SERIES_TZ = "Europe/Paris"
+NEW_YEAR = datetime(2027, 1, 1, tzinfo=ZoneInfo(SERIES_TZ))
+#: The labels of the periods before and after the new year, by period (the check's own
+#: reckoning, not the library's).
+PERIODS = {
+    "year": ("2026", "2027"),
+    "month": ("2026-12", "2027-01"),
+    "day": ("2026-12-31", "2027-01-01"),
+}
+#: How late a series document may be dated, in seconds before the (virtual) wall clock.
+LATENESS_SECS = (0.0, 0.0, 0.3, 1.5, 5.0)
 #: Faults the network draws, with their weights within a scenario's fault rate.
 FAULT_KINDS = {
     "response-lost": 4,
@@ -191,6 +212,12 @@ class Scenario:
     #: deployment, refused once the scope records have replicated, never numbered twice after.
     mismatched: str | None = None
     check_table: bool = False
+    #: An invoice series numbered alongside, its documents dated on both sides of a new year
+    #: that falls during the run: ``(strategy, period, grace_secs)`` (a gapless strategy), or
+    #: ``None``. Such a scenario closes a store at least once (a restart).
+    series: tuple[str, str, float | None] | None = None
+    #: When the new year falls, in virtual seconds.
+    boundary_secs: float = 0.0
 
     @classmethod
     def draw(cls, seed: int) -> Scenario:
@@ -208,7 +235,7 @@ class Scenario:
         duration_secs = rng.choice([4.0, 8.0, 16.0])
         if mismatched:  # long enough to see the scope records replicate, and then some
             duration_secs = replication_delay_secs + SCOPE_SETTLE_SECS + 10.0
-        return cls(
+        drawn = cls(
             seed=seed,
             strategies=strategies,
             processes=rng.randint(2, 3),
@@ -230,6 +257,17 @@ class Scenario:
             mismatched=mismatched,
             check_table=rng.random() < 0.3,
         )
+        # Drawn last, so that the fields above are what they were before series existed.
+        if mismatched or rng.random() >= 0.35:
+            return drawn
+        series = (
+            rng.choice(sorted(GAPLESS)),
+            rng.choice(["year", "month", "day"]),
+            rng.choice([None, 1.0, 4.0]),
+        )
+        boundary = round(duration_secs * rng.uniform(0.2, 0.7), 3)
+        closes = max(drawn.closes, 1)
+        return replace(drawn, series=series, boundary_secs=boundary, closes=closes)
 
 
 # --- the network -----------------------------------------------------------------------------
@@ -369,6 +407,9 @@ class Call:
     listed: tuple[str, ...] = ()
     #: Its store's scope, as a scope record begins (``"regions=a,b slots=3"``), or ``""``.
     scope: str = ""
+    #: A series document's date, and the wall clock it was judged by.
+    dated: datetime | None = None
+    judged_at: datetime | None = None
 
 
 @dataclass
@@ -505,25 +546,24 @@ class Run:
     # --- callers -----------------------------------------------------------------------------
 
     async def one_call(
-        self, process: Process, strategy: str, key: str, *, deadline: bool = True
+        self,
+        process: Process,
+        strategy: str,
+        key: str,
+        *,
+        deadline: bool = True,
+        make: Callable[[], Any] | None = None,
+        call: Call | None = None,
     ) -> None:
         scenario, rng = self.scenario, self.rng
         assert process.store is not None
         loop = asyncio.get_running_loop()
         process.calls += 1
-        call = Call(
-            process.name,
-            strategy,
-            key,
-            "next",
-            loop.time(),
-            region=process.region,
-            listed=process.listed,
-            scope=process.scope,
-        )
+        call = call or Call(process.name, strategy, key, "next", loop.time())
+        call.region, call.listed, call.scope = process.region, process.listed, process.scope
         op: Callable[[], Awaitable[Any]]
         try:
-            counter = self.counter(process.store, strategy, key)
+            counter = make() if make else self.counter(process.store, strategy, key)
         except Exception as exc:
             call.ended, call.error = loop.time(), exc
             self.calls.append(call)
@@ -595,6 +635,11 @@ class Run:
         while loop.time() < scenario.duration_secs:
             if process.crashed or process.generation != generation:
                 return
+            away = scenario.global_table == "home" and process.region != REGIONS[0]
+            if scenario.series is not None and not away and rng.random() < 0.4:
+                await self.series_call(process)
+                await asyncio.sleep(rng.expovariate(1 / scenario.think_secs))
+                continue
             strategy = rng.choice(scenario.strategies)
             key = f"{strategy}-{1 if rng.random() < 0.85 else 2}"
             if scenario.global_table == "home" and process.region != REGIONS[0]:
@@ -604,6 +649,50 @@ class Run:
             else:
                 await self.one_call(process, strategy, key)
             await asyncio.sleep(rng.expovariate(1 / scenario.think_secs))
+
+    # --- an invoice series -------------------------------------------------------------------
+
+    def wall_clock(self) -> datetime:
+        """The wall clock of the run: the new year falls at ``boundary_secs`` of virtual time."""
+        since = asyncio.get_running_loop().time() - self.scenario.boundary_secs
+        return NEW_YEAR + timedelta(seconds=since)
+
+    def series(self, store: DynamoStore) -> Series[Any]:
+        assert self.scenario.series is not None
+        strategy, period, grace = self.scenario.series
+        return store.series(
+            SERIES_KEY,
+            period=period,
+            tz=SERIES_TZ,
+            strategy=strategy,
+            grace_secs=grace,
+            group=self.scenario.group,
+        )
+
+    def series_keys(self) -> list[str]:
+        """The counter keys of the periods on either side of the new year."""
+        if self.scenario.series is None:
+            return []
+        return [f"{SERIES_KEY}/{label}" for label in PERIODS[self.scenario.series[1]]]
+
+    async def series_call(self, process: Process) -> None:
+        """A document dated now, or a little before (late), or a little ahead, put in its
+        period's counter; refused (``PeriodClosed``) when its period closed."""
+        assert process.store is not None and self.scenario.series is not None
+        rng, loop = self.rng, asyncio.get_running_loop()
+        now = self.wall_clock()
+        if rng.random() < 0.1:
+            on = now + timedelta(seconds=0.5)  # within the future tolerance
+        else:
+            on = now - timedelta(seconds=rng.choice(LATENESS_SECS))
+        series = self.series(process.store)
+        key = series.counter_key(series.period_of(on))
+        call = Call(process.name, self.scenario.series[0], key, "next", loop.time())
+        call.dated, call.judged_at = on, now
+        call.payload = f"{process.name}/{process.calls + 1}"  # (one_call's, if it gets there)
+        await self.one_call(
+            process, call.strategy, key, make=lambda: series.at(on, now=now), call=call
+        )
 
     async def read(self, process: Process, strategy: str, key: str) -> None:
         """A read away from the home Region: it works there, and writes nothing."""
@@ -679,20 +768,19 @@ class Run:
         store = live[0].store
         self.trace(live[0].name, "ADD REGION", REGIONS[2])
         self.region_added_at = asyncio.get_running_loop().time()
-        for strategy in self.scenario.strategies:
-            for i in (1, 2):
-                key = f"{strategy}-{i}"
-                for _ in range(10):
-                    try:
-                        await admin.set_region_scope(store, key, RegionScope(REGIONS, slots=3))
-                        break
-                    except ConfigurationError:  # no scope recorded yet: nobody used the key
-                        self.unchanged.add(key)
-                        break
-                    except Exception:
-                        continue
-                else:
+        keys = [f"{s}-{i}" for s in self.scenario.strategies for i in (1, 2)]
+        for key in [*keys, *self.series_keys()]:
+            for _ in range(10):
+                try:
+                    await admin.set_region_scope(store, key, RegionScope(REGIONS, slots=3))
+                    break
+                except ConfigurationError:  # no scope recorded yet: nobody used the key
                     self.unchanged.add(key)
+                    break
+                except Exception:
+                    continue
+            else:
+                self.unchanged.add(key)
         self.region_added = True
         # The new Region's stores start once the new records have reached it.
         await asyncio.sleep(self.scenario.replication_delay_secs + 1.0)
@@ -778,6 +866,13 @@ class Run:
         for strategy in self.scenario.strategies:
             for i in (1, 2):
                 await self.one_call(process, strategy, f"{strategy}-{i}", deadline=False)
+        if self.scenario.series is not None:
+            series = self.series(process.store)
+            for key in self.series_keys():  # each period moves on, its grace over or not
+                label = key.rpartition("/")[2]
+                strategy = self.scenario.series[0]
+                make = functools.partial(series.counter, label)
+                await self.one_call(process, strategy, key, deadline=False, make=make)
         await process.store.aclose(timeout_secs=10.0)
 
     # --- reading back ------------------------------------------------------------------------
@@ -928,6 +1023,34 @@ def check(run: Run) -> list[Violation]:
             violations += _check_items(key, calls, items, run)
         if scenario.mismatched:
             violations += _check_scope(key, calls, items, window)
+    return violations + _check_series(run, items)
+
+
+def _check_series(run: Run, items: list[dict[str, Any]]) -> list[Violation]:
+    """Each series document went to the period of its own date, and was refused exactly when
+    that period had closed (its end plus the grace, on the wall clock that judged it), with
+    nothing stored. (Each period's items, 1..n without holes, are `_check_items()`'s.)"""
+    if run.scenario.series is None:
+        return []
+    _, period, grace = run.scenario.series
+    violations: list[Violation] = []
+    payloads = {str(item.get("payload")) for item in items}
+    for call in run.calls:
+        if call.dated is None or call.judged_at is None:
+            continue
+        old = call.dated < NEW_YEAR
+        expected = f"{SERIES_KEY}/{PERIODS[period][0 if old else 1]}"
+        closed = old and grace is not None and call.judged_at >= NEW_YEAR + timedelta(seconds=grace)
+        refused = isinstance(call.error, PeriodClosed)
+        what = f"{call.process} dated {call.dated.isoformat()} at {call.judged_at.isoformat()}"
+        if call.key != expected:
+            violations.append(Violation("wrong period", call.key, f"{what}: not {expected}"))
+        if refused != closed:
+            state = "closed" if closed else "open"
+            verdict = "refused" if refused else "taken"
+            violations.append(Violation("grace", call.key, f"{what}: {verdict}, period {state}"))
+        if refused and call.payload in payloads:
+            violations.append(Violation("refused but stored", call.key, f"{what}"))
     return violations
 
 

@@ -83,3 +83,70 @@ def test_remaining() -> None:
     assert order_id.remaining(0) == 999
     assert order_id.remaining(990) == 9
     assert order_id.remaining(5000) == 0
+
+
+# --- templates: the number anywhere, and a series' period --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "n", "period", "text"),
+    [
+        ("INV-{period}-{number:06}", 42, "2026", "INV-2026-000042"),
+        ("FV/{number}/{period}", 7, "2026-03", "FV/7/2026-03"),
+        ("{period}-{number:02}", 4, "2026-03", "2026-03-04"),
+        ("T{period}.{number}", 0, "2026-03-31", "T2026-03-31.0"),
+        ("{{number}}{number}", 5, None, "{number}5"),
+        ("{number:04} of {period}", 12, "2026-03-31", "0012 of 2026-03-31"),
+    ],
+)
+def test_a_template_formats_and_parses_back(
+    template: str, n: int, period: str | None, text: str
+) -> None:
+    id_format = IdFormat(template=template)
+    assert id_format.format(n, period=period) == text
+    assert id_format.parse(text) == n
+    assert id_format.has_period == (period is not None)
+    if period is not None:
+        assert id_format.parse_period(text) == (period, n)
+
+
+def test_a_templates_width_bounds_its_numbers() -> None:
+    id_format = IdFormat(template="INV-{period}-{number:06}")
+    assert (id_format.width, id_format.max_number) == (6, 999_999)
+    with pytest.raises(NumberOutOfRange):
+        id_format.format(1_000_000, period="2026")
+    for text in ("INV-2026-00042", "INV-2026-0000042", "INV-26-000042", "INV-2026-13", "x"):
+        with pytest.raises(ConfigurationError):
+            id_format.parse_period(text)
+
+
+@pytest.mark.parametrize(
+    ("template", "match"),
+    [
+        ("{period}{number}", "put text between"),
+        ("{number}{period}", "put text between"),
+        ("INV-{number}-{number}", "twice"),
+        ("INV-{period}", "no {number}"),
+        ("INV-{year}-{number}", "{year} is not a token"),
+        ("INV-{number:6}", "write {number:0N}"),
+        ("INV-{number!r}", "is not a token"),
+        ("INV-{number", "expected '}'"),
+        ("INV-{number:039}", "from 1 to 38"),
+    ],
+)
+def test_bad_templates_are_refused(template: str, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        IdFormat(template=template)
+
+
+def test_a_period_goes_only_where_there_is_a_token_for_it() -> None:
+    with pytest.raises(ConfigurationError, match="needs period="):
+        IdFormat(template="INV-{period}-{number}").format(1)
+    with pytest.raises(ConfigurationError, match="needs period="):
+        IdFormat(template="INV-{period}-{number}").format(1, period="26")
+    with pytest.raises(ConfigurationError, match=r"no \{period\} token"):
+        IdFormat(prefix="INV-").format(1, period="2026")
+    with pytest.raises(ConfigurationError, match=r"no \{period\} token"):
+        IdFormat(prefix="INV-").parse_period("INV-1")
+    with pytest.raises(ConfigurationError, match="says its prefix and width itself"):
+        IdFormat(prefix="INV-", template="{period}-{number}")

@@ -4,12 +4,23 @@ interleaving, and invariants that catch what they are for."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
-from aioseq import DynamoStore
+from aioseq import DynamoStore, PeriodClosed
 from aioseq.testing import FakeDynamoDB
-from verification.simulate import TABLE, Call, Run, Scenario, VirtualTimeLoop, check, run_seed
+from verification.simulate import (
+    NEW_YEAR,
+    TABLE,
+    Call,
+    Run,
+    Scenario,
+    VirtualTimeLoop,
+    check,
+    run_seed,
+)
 
 #: A seed with faults, crashes, a deadline share and several strategies, on one Region (fast).
 SEED = 27
@@ -42,8 +53,8 @@ def test_a_seed_is_one_exact_interleaving() -> None:
     assert run_seed(SEED + 1).digest != first.digest
 
 
-def _run_with(calls: list[Call]) -> Run:
-    run = Run(Scenario.draw(SEED))
+def _run_with(calls: list[Call], scenario: Scenario | None = None) -> Run:
+    run = Run(scenario or Scenario.draw(SEED))
     fake = run.fakes[""] = FakeDynamoDB()
 
     async def create() -> None:
@@ -71,3 +82,42 @@ def test_an_idempotency_keys_replay_is_not_a_second_number() -> None:
     ]
     found = check(_run_with(calls))
     assert [v.invariant for v in found] == ["unexpected error"]
+
+
+def test_a_series_document_in_the_wrong_period_or_against_its_grace_is_a_violation() -> None:
+    """Series scenarios (a new year during the run): a document numbered in another period
+    than its date's, taken after its period closed, or refused while it was open."""
+    scenario = replace(Scenario.draw(SEED), series=("transactional", "year", 1.0))
+    late, now = NEW_YEAR - timedelta(seconds=1), NEW_YEAR + timedelta(seconds=3)
+    closed = PeriodClosed("series-1", "2026", NEW_YEAR + timedelta(seconds=1), late, late)
+    calls = [
+        Call("p0", "transactional", "series-1/2026", "put", 0.0, 0.1, dated=late, judged_at=late),
+        Call(
+            "p0",
+            "transactional",
+            "series-1/2026",
+            "put",
+            0.2,
+            0.3,
+            dated=NEW_YEAR,
+            judged_at=NEW_YEAR,
+        ),
+        Call("p1", "transactional", "series-1/2026", "put", 0.4, 0.5, dated=late, judged_at=now),
+        Call(
+            "p1",
+            "transactional",
+            "series-1/2027",
+            "put",
+            0.6,
+            0.7,
+            dated=now,
+            judged_at=now,
+            error=closed,
+        ),
+    ]
+    found = check(_run_with(calls, scenario))
+    assert [(v.invariant, v.key) for v in found] == [
+        ("wrong period", "series-1/2026"),
+        ("grace", "series-1/2026"),
+        ("grace", "series-1/2027"),
+    ]
