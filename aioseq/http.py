@@ -5,7 +5,8 @@ Four kinds, after RFC 9110's classes and the IETF's ``Idempotency-Key`` draft (t
 with what a client does with each: docs/web-services.md):
 
 - ``client``: 409 for ``ItemAlreadyExists`` (the item's key, which the client's request
-  chose, is taken), 422 for ``IdempotencyKeyReused`` (the key came with another item), 400
+  chose, is taken), 422 for ``IdempotencyKeyReused`` (the key came with another item) and
+  for a series' ``PeriodClosed`` and ``FutureDated`` (the document's date is refused), 400
   for ``IdempotencyKeyInvalid`` (the client's key alone is not one: not a string of 1 to
   255 characters, or not valid Unicode); logged at info.
 - ``retry``: 503 with ``Retry-After: 1`` for ``Throttled``, ``TransactionConflict``,
@@ -39,9 +40,11 @@ from aioseq.errors import (
     AioseqError,
     ConnectionFailed,
     CounterBehindItems,
+    FutureDated,
     IdempotencyKeyInvalid,
     IdempotencyKeyReused,
     ItemAlreadyExists,
+    PeriodClosed,
     RetriesExhausted,
     ServiceUnavailable,
     StoreClosed,
@@ -118,7 +121,8 @@ def http_answer(error: AioseqError, *, idempotency_key: bool = False) -> HttpAns
         return _answer(
             500, "the request may have been applied: look before you send it again", "maybe-applied"
         )
-    if isinstance(error, IdempotencyKeyReused):
+    if isinstance(error, (IdempotencyKeyReused, PeriodClosed, FutureDated)):
+        # (the document's date is the request's: a period closed, or a date too far ahead)
         return _answer(422, str(error), "client")
     if isinstance(error, IdempotencyKeyInvalid):  # (the client's key: not the service's fault)
         return _answer(400, str(error), "client")
