@@ -161,10 +161,17 @@ class EndpointHealth:
 
     def ended(self, ticket: int, error: BaseException | None = None) -> None:
         """A request ended with no answer (a reset, a read timeout, its caller cancelled): it
-        is no longer outstanding; ``error``, if any, is remembered for `refused()`."""
-        self._outstanding.pop(ticket, None)
+        is no longer outstanding; ``error``, if any, is remembered for `refused()`. One that
+        had waited past the threshold with no answer to anything meanwhile (a read timeout
+        longer than it) is a suspicion, as if still outstanding: a probe confirms it."""
+        sent_at = self._outstanding.pop(ticket, None)
         if error is not None:
             self.last_error = error
+        if sent_at is None or self.down_since is not None or self._confirming is not None:
+            return
+        now = self.clock.now()
+        if now - max(sent_at, self._last_answer) >= self.down_after_secs:
+            self._suspect(now)
 
     # --- what callers ask -----------------------------------------------------------------------
 

@@ -120,6 +120,30 @@ async def test_a_cancelled_caller_then_quiet_is_not_silence() -> None:
     assert not endpoint.is_down() and probed == 0
 
 
+@pytest.mark.parametrize("alive", [False, True])
+async def test_requests_ended_by_read_timeouts_past_the_limit_are_a_suspicion(
+    alive: bool,
+) -> None:
+    """One request at a time, each ended by a read timeout longer than the limit (no request
+    is ever outstanding when the next is sent): a suspicion all the same, which a probe
+    confirms (silent: down) or clears (answered: up)."""
+    clock = ManualClock()
+    endpoint = EndpointHealth("http://db", 0.05, clock)
+
+    async def probe() -> None:
+        if alive:
+            return
+        await asyncio.Event().wait()
+
+    endpoint.probe = probe
+    ticket = endpoint.sent()
+    clock.advance(2.0)  # the client's read timeout
+    endpoint.ended(ticket, ConnectionFailed("UpdateItem: read timeout"))
+    await asyncio.sleep(0.1)
+    assert endpoint.is_down() is not alive
+    await endpoint.aclose()
+
+
 async def test_a_blocked_event_loop_is_not_silence() -> None:
     endpoint = EndpointHealth("http://db", 0.2)
 
