@@ -276,7 +276,10 @@ def _add_operations(
         "audit",
         parents=[common],
         help="check counters against their items: a missing number, or one used above the"
-        " counter, is a finding (exit 1; 2 on an error)",
+        " counter, is a finding (exit 1)",
+        description="Check counters against their items, each where its counter item says they"
+        " are (a counter that stores no items has none to check). Exit status: 0 when every"
+        " counter passes, 1 on a finding, 2 on an error (a KEY that is no counter).",
     )
     audit.add_argument(
         "keys",
