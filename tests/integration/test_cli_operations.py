@@ -313,6 +313,17 @@ def test_audit_knows_what_each_counter_is(run: Any, aioseq_endpoint: str) -> Non
         async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
             await admin.set_counter(store, key, value, allow_backward=True)
 
+    async def break_counter(key: str) -> None:  # a counter item someone wrote a fraction into
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            await store.send_once(
+                "update_item",
+                TableName=run.table,
+                Key=store.counter_item_key(key),
+                UpdateExpression="SET #value = :fraction",
+                ExpressionAttributeNames={"#value": "value"},
+                ExpressionAttributeValues={":fraction": {"N": "2.5"}},
+            )
+
     asyncio.run(fill())
     code, out, err = run("audit")
     assert (code, err) == (0, ""), (out, err)
@@ -358,6 +369,18 @@ def test_audit_knows_what_each_counter_is(run: Any, aioseq_endpoint: str) -> Non
         "gapless",
         "allocator",
     ]
+
+    asyncio.run(break_counter("optimistic"))  # one bad counter item: a finding, not a crash
+    code, out, err = run("list")
+    assert code == 1 and [line.split("\t")[0] for line in out.splitlines()] == [
+        "allocator",
+        "gapless",
+        "orders",
+    ]
+    assert err.startswith("aioseq list: optimistic: CounterValueInvalid") and err.count("\n") == 1
+    code, out, err = run("audit")
+    assert (code, err) == (1, "") and "optimistic: FINDINGS" in out
+    assert "allocator: allocator, no items to check" in out  # the others still audited
 
 
 def test_describe_says_when_items_share_the_counter_items_partition(
