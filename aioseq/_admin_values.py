@@ -9,11 +9,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Literal
 
 from aioseq._items import AttributeValue, number, parse_counter
-from aioseq._limits import MAX_NUMBER, NUMBERING_ATTRIBUTE, UPDATED_AT_ATTRIBUTE
-from aioseq.errors import ConditionFailed, ConfigurationError, NumberOutOfRange
+from aioseq._limits import (
+    COUNTER_ATTRIBUTE,
+    MAX_NUMBER,
+    NUMBERING_ATTRIBUTE,
+    UPDATED_AT_ATTRIBUTE,
+)
+from aioseq.errors import (
+    ConditionFailed,
+    ConfigurationError,
+    CounterValueInvalid,
+    NumberOutOfRange,
+)
+from aioseq.layout import CounterKind
 from aioseq.numbering import Numbering, recorded_text, refuse_scoped, renumbered_value
 
 __all__ = [
@@ -51,12 +62,16 @@ class CounterInfo:
             [`ensure_at_least()`][aioseq.admin.ensure_at_least],
             [`set_numbering()`][aioseq.admin.set_numbering]) last moved it (``aioseq_updated_at``,
             timezone-aware UTC), or ``None`` if none did.
+        kind: what the counter is, as its strategy recorded it (``aioseq_counter``), or
+            ``None`` when no strategy has recorded it (a counter item written before aioseq
+            recorded kinds, or only by operators' writes).
     """
 
     key: str
     value: int
     numbering: Numbering | None = None
     updated_at: datetime | None = None
+    kind: CounterKind | None = None
 
     @property
     def headroom(self) -> int | None:
@@ -157,7 +172,7 @@ def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str
 
     Raises:
         CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
-            ``aioseq_numbering`` is not one aioseq wrote.
+            ``aioseq_numbering`` or ``aioseq_counter`` is not one aioseq wrote.
         NumberingMismatch: it is a Region-scoped key's scope record (read without
             ``regions=``).
     """
@@ -168,7 +183,26 @@ def counter_info(item: Mapping[str, AttributeValue], *, key: str, attribute: str
         value=parse_counter(item, key, attribute),
         numbering=None if recorded is None else Numbering.decode(recorded),
         updated_at=parse_time(item.get(UPDATED_AT_ATTRIBUTE)),
+        kind=counter_kind(item, key),
     )
+
+
+def counter_kind(item: Mapping[str, AttributeValue], key: str) -> CounterKind | None:
+    """What counter item ``item`` says its counter is (``aioseq_counter``), ``None`` if it
+    says nothing.
+
+    Raises:
+        CounterValueInvalid: the attribute is not what a strategy writes.
+    """
+    found = item.get(COUNTER_ATTRIBUTE)
+    if found is None:
+        return None
+    try:
+        return CounterKind.decode(found.get("S") if set(found) == {"S"} else None)
+    except ConfigurationError:
+        raise CounterValueInvalid(
+            key, COUNTER_ATTRIBUTE, found, expected="a counter kind such as 'atomic' (S)"
+        ) from None
 
 
 def value_for_maximum(maximum: int, numbering: Numbering | None) -> int:
@@ -305,6 +339,13 @@ class CounterAudit:
         off_numbering: how many items hold a number that is not one of the numbering's.
         duplicates: numbers more than one item holds (only where the number is an attribute).
         fix: the command that moves the counter past its items (``above``), else ``None``.
+        kind: what the counter item says the counter is, if it says.
+        unchecked: why its items were not checked, or ``None`` (they were): ``"no items"``
+            (its strategy stores none: gaps are allowed, nothing to check), ``"elsewhere"``
+            (its items are where its writer could not say), ``"unmarked"`` (no strategy
+            recorded what it is: a counter item written before aioseq recorded kinds, or only
+            by operators' writes). Not a finding: name the items' place to check them.
+        invalid: why the counter item is unreadable (a finding), or ``None``.
     """
 
     key: str
@@ -316,11 +357,17 @@ class CounterAudit:
     off_numbering: int = 0
     duplicates: tuple[int, ...] = ()
     fix: str | None = None
+    kind: CounterKind | None = None
+    unchecked: Literal["no items", "elsewhere", "unmarked"] | None = None
+    invalid: str | None = None
 
     @property
     def ok(self) -> bool:
-        """No finding: every number up to ``highest`` has exactly one item, none above."""
-        return not (self.missing or self.above or self.off_numbering or self.duplicates)
+        """No finding: every number up to ``highest`` has exactly one item, none above, and
+        the counter item is readable (a counter whose items were not checked passes)."""
+        return not (
+            self.missing or self.above or self.off_numbering or self.duplicates or self.invalid
+        )
 
     @property
     def missing_count(self) -> int:

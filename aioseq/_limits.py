@@ -57,6 +57,10 @@ MAX_KEY_ATTRIBUTE_NAME_BYTES = 255
 #:   record (see `aioseq.strategies._idempotency`): the number a key's first call stored its
 #:   item under, the SHA-256 of that item, and when the record expires (epoch seconds, the
 #:   table's time to live attribute).
+#: - ``aioseq_counter`` (S) on a counter item: what the counter is, recorded by the strategies'
+#:   own writes: the strategy, and for one that stores items, where they are
+#:   (``"atomic"``, ``"transactional items=sharded shards=32 number=sk prefix=orders"``: see
+#:   [`CounterKind`][aioseq.layout.CounterKind]); what ``aioseq audit`` reads.
 TOKEN_ATTRIBUTE = "aioseq_token"
 
 
@@ -84,6 +88,9 @@ REQUEST_HASH_ATTRIBUTE = "aioseq_request"
 EXPIRES_ATTRIBUTE = "aioseq_expires"
 
 
+COUNTER_ATTRIBUTE = "aioseq_counter"
+
+
 RESERVED_ATTRIBUTES = frozenset(
     {
         TOKEN_ATTRIBUTE,
@@ -95,6 +102,7 @@ RESERVED_ATTRIBUTES = frozenset(
         RECORDED_NUMBER_ATTRIBUTE,
         REQUEST_HASH_ATTRIBUTE,
         EXPIRES_ATTRIBUTE,
+        COUNTER_ATTRIBUTE,
     }
 )
 

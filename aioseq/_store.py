@@ -50,6 +50,7 @@ from aioseq.errors import (
     WrongEventLoop,
 )
 from aioseq.formatting import IdFormat
+from aioseq.layout import ShardedItems
 from aioseq.numbering import (
     UNSCOPED,
     Numbering,
@@ -620,6 +621,7 @@ class DynamoStore:
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
         idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
+        layout: ShardedItems | None = None,
     ) -> TransactionalCounter:
         """The [`TransactionalCounter`][aioseq.TransactionalCounter] this store shares for
         ``key``: made as ``TransactionalCounter(store, key, ...)`` with these arguments on the
@@ -640,6 +642,7 @@ class DynamoStore:
             _grouping(group),
             idempotency_ttl_secs,
             idempotency_memory_bytes,
+            layout,
         )
         found: TransactionalCounter | None = self._shared.shared(
             "transactional_counter", key, options, _TRANSACTIONAL_OPTIONS
@@ -657,6 +660,7 @@ class DynamoStore:
                 group=group,
                 idempotency_ttl_secs=idempotency_ttl_secs,
                 idempotency_memory_bytes=idempotency_memory_bytes,
+                layout=layout,
             )
             found = self._shared.add("transactional_counter", options, made)
         return found
@@ -1325,6 +1329,7 @@ _TRANSACTIONAL_OPTIONS = (
     "group",
     "idempotency_ttl_secs",
     "idempotency_memory_bytes",
+    "layout",
 )
 _ALLOCATOR_OPTIONS = (
     "block_size",

@@ -34,7 +34,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aioseq._admin_values import (
     NO_LIMIT,
@@ -56,15 +56,24 @@ from aioseq._admin_values import ScanProgress as ScanProgress
 from aioseq._admin_values import value_for_maximum as value_for_maximum
 from aioseq._checks import check_attribute_name, check_count, check_key, check_table_name
 from aioseq._items import AttributeValue, item_size, number, parse_counter, write_units
-from aioseq._limits import NUMBERING_ATTRIBUTE, PARTITION_WCU_PER_SEC, UPDATED_AT_ATTRIBUTE
+from aioseq._limits import (
+    COUNTER_ATTRIBUTE,
+    NUMBERING_ATTRIBUTE,
+    PARTITION_WCU_PER_SEC,
+    TOKENS_ATTRIBUTE,
+    UPDATED_AT_ATTRIBUTE,
+    WRITES_ATTRIBUTE,
+)
 from aioseq._retry import Verdict, applied_at_most_once, is_transient
 from aioseq.errors import (
+    AioseqError,
     ConditionFailed,
     ConfigurationError,
     CounterNotFound,
+    CounterValueInvalid,
     CounterWouldMoveBack,
 )
-from aioseq.layout import ShardedItems
+from aioseq.layout import CounterKind, ShardedItems
 from aioseq.numbering import (
     Numbering,
     RegionScope,
@@ -381,7 +390,8 @@ async def describe_counter(store: DynamoStore, key: str) -> CounterInfo:
     Raises:
         ConfigurationError: a bad key.
         CounterNotFound: there is no counter item for ``key`` (a sort-key counter has none).
-        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``.
+        CounterValueInvalid: its value is not a whole number from 0 to ``10**38 - 1``, or its
+            numbering or kind (``aioseq_counter``) is not what aioseq writes.
         NumberingMismatch: the key is Region-scoped and the store has no ``regions=``.
         RetriesExhausted, StoreError: as for any request.
     """
@@ -433,21 +443,32 @@ async def partition_ceiling(store: DynamoStore, key: str) -> float | None:
     return None
 
 
-async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
+async def list_counters(
+    store: DynamoStore, *, on_invalid: Callable[[str, AioseqError], None] | None = None
+) -> AsyncIterator[CounterInfo]:
     """Every counter in the store's table, in the table's order (not sorted), page by page.
 
-    A counter item is an item whose sort key is the counter sort key (0) and that has the value
-    attribute (a table without a sort key: every item with the value attribute). Sort-key
-    counters have no counter item and are not listed.
+    A counter item is an item whose sort key is the counter sort key (0; any item, in a table
+    without a sort key) that has the value attribute and one of aioseq's own: what the counter
+    is (``aioseq_counter``, recorded by the strategies' writes), or the numbering, write count,
+    ring of tokens or last update (written by aioseq before it recorded what counters are, and
+    by operators' writes). Another item with a ``value`` is not a counter. Sort-key counters
+    have no counter item and are not listed; nor are counter items aioseq 0.1 wrote, until
+    something of this version writes them.
 
     DynamoDB calls: a paginated ``Scan`` with ``FilterExpression`` and
-    ``ProjectionExpression`` (the key, value, numbering and last update). A Scan reads the
-    whole table, numbered items included, and the filter does not reduce its cost: 0.5 RCU
-    per 4 KB read (eventually consistent), 1 MB per page. For an operator, not a hot path.
+    ``ProjectionExpression`` (the key, value, numbering, last update and kind). A Scan reads
+    the whole table, numbered items included, and the filter does not reduce its cost: 0.5
+    RCU per 4 KB read (eventually consistent), 1 MB per page. For an operator, not a hot path.
+
+    Parameters:
+        on_invalid: called with the key and the error for each counter item that cannot be
+            read (a value that is not a whole number, an unreadable numbering or kind), and
+            the listing goes on; without it, that error is raised and the listing stops.
 
     Raises:
-        CounterValueInvalid: a counter item's value is not a whole number (the listing stops
-            there).
+        CounterValueInvalid, NumberingMismatch: a counter item cannot be read, and no
+            ``on_invalid`` was given.
         RetriesExhausted, StoreError: as for any request.
     """
     spec = store.table
@@ -456,17 +477,21 @@ async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
         "#value": spec.value_attribute,
         "#numbering": NUMBERING_ATTRIBUTE,
         "#updated": UPDATED_AT_ATTRIBUTE,
+        "#kind": COUNTER_ATTRIBUTE,
+        "#writes": WRITES_ATTRIBUTE,
+        "#tokens": TOKENS_ATTRIBUTE,
     }
     values: dict[str, AttributeValue] = {}
-    condition = "attribute_exists(#value)"
+    ours = ("#kind", "#numbering", "#updated", "#writes", "#tokens")  # (not value alone)
+    condition = f"attribute_exists(#value) AND ({' OR '.join(map(_exists, ours))})"
     if spec.sort_key is not None:
         names["#sk"] = spec.sort_key
         values[":counter"] = {spec.sort_key_type: str(spec.counter_sort_key)}
-        condition = "#sk = :counter AND attribute_exists(#value)"
+        condition = f"#sk = :counter AND {condition}"
     params: dict[str, Any] = {
         "TableName": spec.name,
         "FilterExpression": condition,
-        "ProjectionExpression": "#pk, #value, #numbering, #updated",
+        "ProjectionExpression": "#pk, #value, #numbering, #updated, #kind",
         "ExpressionAttributeNames": names,
     }
     if values:
@@ -475,10 +500,21 @@ async def list_counters(store: DynamoStore) -> AsyncIterator[CounterInfo]:
         page = await store.send_with_retries("scan", **params)
         for item in page.get("Items", []):
             key = str(item[spec.partition_key]["S"])
-            yield counter_info(item, key=key, attribute=spec.value_attribute)
+            try:
+                info = counter_info(item, key=key, attribute=spec.value_attribute)
+            except AioseqError as exc:  # (CounterValueInvalid, NumberingMismatch)
+                if on_invalid is None:
+                    raise
+                on_invalid(key, exc)
+                continue
+            yield info
         if "LastEvaluatedKey" not in page:
             return
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _exists(name: str) -> str:
+    return f"attribute_exists({name})"
 
 
 async def scan_maximum(
@@ -634,16 +670,24 @@ async def audit_counter(
     the first up to its highest has exactly one item, and no item holds a number above it
     (the state after the counter alone was restored, or items were copied in).
 
-    The items are those of the item collection ``partition`` (default: ``key``, the counter
-    item's own), or with ``shards``, those spread by
-    [`ShardedItems(partition or key, shards)`][aioseq.layout.ShardedItems], with the number as
-    the sort key, or in ``number_attribute``. The counter item itself is not one of them. A
-    counter with no counter item (the sort-key strategy) is checked for gaps up to its highest
-    item.
+    The items are where the counter item says (``aioseq_counter``, a
+    [`CounterKind`][aioseq.layout.CounterKind] its strategy records): beside it (its item
+    collection, the number as the sort key), or as
+    [`ShardedItems(prefix, shards)`][aioseq.layout.ShardedItems] spreads them. Its items are not
+    checked (``unchecked``, not a finding) when its strategy stores none (atomic, allocator,
+    optimistic: their numbers may have gaps), when they are where its writer could not say,
+    and when no strategy has recorded what it is (a counter item written before aioseq recorded
+    it). Naming the place checks them there, whatever the counter item says (but never a
+    counter that stores no items): the item collection ``partition``, or with ``shards``, those
+    spread by [`ShardedItems(partition or key, shards)`][aioseq.layout.ShardedItems], with the
+    number as the sort key, or in ``number_attribute``. The counter item itself is not one of
+    them. A key with no counter item (the sort-key strategy) is checked for gaps up to its
+    highest item. An unreadable counter item is a finding (``invalid``), not an error.
 
     DynamoDB calls: one strongly consistent ``GetItem`` (1 RCU), then a strongly consistent,
     paginated ``Query`` of each item collection projecting its keys (and
-    ``number_attribute``), ``QUERY_PAGE_ITEMS`` (10,000) items a page: 1 RCU per 4 KB read.
+    ``number_attribute``), ``QUERY_PAGE_ITEMS`` (10,000) items a page: 1 RCU per 4 KB read
+    (after one ``DescribeTable`` for items in another table).
     ``progress`` is called after each page with a [`ScanProgress`][aioseq.admin.ScanProgress]
     (a segment per collection).
 
@@ -654,24 +698,34 @@ async def audit_counter(
     Raises:
         ConfigurationError: a bad key, partition, shard count or attribute name; a table with
             no sort key and no ``number_attribute``.
-        CounterValueInvalid: the counter item's value is not a whole number.
+        CounterNotFound: ``key`` has no counter item and no item in its collection.
         RetriesExhausted, StoreError: as for any request.
     """
     check_key(key)
-    collections = _collections(store.scoped_key(key), partition, shards)
     spec = store.table
-    if number_attribute is None and spec.sort_key is None:
-        raise ConfigurationError(
-            f"table {spec.name!r} has no sort key: say which attribute holds the numbers"
-        )
-    attribute = number_attribute or spec.sort_key
-    assert attribute is not None
+    named = partition is not None or shards is not None or number_attribute is not None
+    collections = _collections(store.scoped_key(key), partition, shards) if named else []
     try:
         info: CounterInfo | None = await describe_counter(store, key)
     except CounterNotFound:
         info = None
+    except CounterValueInvalid as exc:
+        return CounterAudit(key, 0, 0, invalid=str(exc))
+    kind = info.kind if info is not None else None
     numbering = (info.numbering if info else None) or store.counter_numbering(Numbering())
     highest = None if info is None else (numbering.number(info.value) if info.value else 0)
+    unchecked = _unchecked(kind) if info is not None else None
+    if unchecked == "no items" or (unchecked is not None and not named):
+        return CounterAudit(key, highest or 0, 0, kind=kind, unchecked=unchecked)
+    table, attribute = spec.name, number_attribute or spec.sort_key
+    if kind is not None and kind.items == "sharded" and not named:
+        table, attribute = kind.table or table, kind.number_attribute
+        partition, shards = kind.prefix, kind.shards
+        collections = _collections(key, partition, shards)
+    if attribute is None:
+        raise ConfigurationError(
+            f"table {spec.name!r} has no sort key: say which attribute holds the numbers"
+        )
     tally = AuditTally(numbering, highest)
     counter_key = store.counter_item_key(key)
 
@@ -685,26 +739,37 @@ async def audit_counter(
     extra = tuple(k for k in (spec.partition_key, spec.sort_key) if k and k != attribute)
     await _query(
         store,
-        table=spec.name,
-        partitions=collections,
+        table=table,
+        partitions=collections or [store.scoped_key(key)],
         attribute=attribute,
-        extra=extra,
+        extra=extra if table == spec.name else (),
         found=found,
         progress=progress,
     )
-    audit = tally.done(key)
+    audit = replace(tally.done(key), kind=kind)
+    if info is None and not audit.items:
+        raise CounterNotFound(key, spec.name)
     if audit.above:
         scope = store.region_scope
         regions = (
             f" --regions {','.join(scope.regions)} --region-slots {scope.slots}" if scope else ""
         )
         command = (
-            f"aioseq --table {spec.name}{regions} start-after {key} --table {spec.name}"
+            f"aioseq --table {spec.name}{regions} start-after {key} --table {table}"
             f" --attribute {attribute} --partition {partition or store.scoped_key(key)}"
             + (f" --shards {shards}" if shards is not None else "")
         )
         audit = replace(audit, fix=command)
     return audit
+
+
+def _unchecked(kind: CounterKind | None) -> Literal["no items", "elsewhere", "unmarked"] | None:
+    """Why a counter of ``kind`` has no items to check where it says, or ``None``."""
+    if kind is None:
+        return "unmarked"
+    if not kind.stores_items:
+        return "no items"
+    return "elsewhere" if kind.items == "elsewhere" else None
 
 
 async def start_after_maximum(

@@ -7,7 +7,7 @@ docs/operations.md how to operate counters with it.
 This is a public contract that scripts rely on: ``next`` prints only numbers on stdout, one per
 line, as they are taken (``set``, ``list``, ``describe``, ``start-after`` and ``iam-policy``
 print only their results there too); errors go to stderr as one line, with exit status 1 (2
-for usage), and a traceback only with ``-v``.
+for usage; ``audit``: 1 for a finding, 2 for an error), and a traceback only with ``-v``.
 Options may be given before or after the command.
 """
 
@@ -34,6 +34,7 @@ from aioseq.config import DEFAULT_TABLE_NAME, EXPIRES_ATTRIBUTE, TableSpec
 from aioseq.errors import (
     ConfigurationError,
     CounterNotFound,
+    CounterValueInvalid,
     CounterWouldMoveBack,
     TableNotFound,
 )
@@ -276,17 +277,21 @@ def _add_operations(
         parents=[common],
         help="check counters against their items: a missing number, or one used above the"
         " counter, is a finding (exit 1)",
+        description="Check counters against their items, each where its counter item says they"
+        " are (a counter that stores no items has none to check). Exit status: 0 when every"
+        " counter passes, 1 on a finding, 2 on an error (a KEY that is no counter).",
     )
     audit.add_argument(
         "keys",
         nargs="*",
         metavar="KEY",
-        help="counter keys, or series' keys: each period on its own (default: every counter)",
+        help="counter keys, or series' keys: each period on its own (default: every counter;"
+        " their items where each counter says)",
     )
     audit.add_argument(
         "--partition",
         metavar="P",
-        help="where the items are: this partition key value (default: each counter's key)",
+        help="where the items are: this partition key value (default: where each counter says)",
     )
     audit.add_argument(
         "--shards",
@@ -470,11 +475,17 @@ async def _set(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
+    """Every readable counter; one line on stderr for each counter item that is not (exit 1)."""
+    unreadable: list[tuple[str, Exception]] = []
     async with await _open(args) as store:
-        counters = [info async for info in admin.list_counters(store)]
+        listed = admin.list_counters(store, on_invalid=lambda *found: unreadable.append(found))
+        counters = [info async for info in listed]
     for info in sorted(counters, key=lambda info: info.key):
         print(json.dumps(counter_record(info)) if args.json else counter_line(info))
-    return 0
+    for key, exc in sorted(unreadable, key=lambda found: found[0]):
+        message = " ".join(str(exc).split())
+        print(f"aioseq list: {_escape(key)}: {type(exc).__name__}: {message}", file=sys.stderr)
+    return 1 if unreadable else 0
 
 
 async def _describe(args: argparse.Namespace) -> int:
@@ -516,7 +527,8 @@ async def _series_periods(store: DynamoStore) -> dict[str, list[str]]:
     sort-key series has no counter items, so none of its periods."""
     suffix = f"@{store.region}" if store.region_scope is not None else ""
     found: dict[str, list[str]] = {}
-    async for info in admin.list_counters(store):
+    # (an unreadable counter item is skipped here: its own audit or describe says so)
+    async for info in admin.list_counters(store, on_invalid=lambda *_: None):
         if suffix and not info.key.endswith(suffix):
             continue
         key = info.key.removesuffix(suffix) if suffix else info.key
@@ -607,8 +619,15 @@ async def _start_after(args: argparse.Namespace) -> int:
 
 
 async def _audit(args: argparse.Namespace) -> int:
+    """0: every counter passes; 1: a finding; 2: a key that is no counter (the others are
+    audited), or an error (raised: `main()` exits 2 for audit)."""
+    unknown = findings = 0
     async with await _open(args) as store:
-        keys = args.keys or sorted([info.key async for info in admin.list_counters(store)])
+        keys = args.keys
+        if not keys:  # every counter item, unreadable ones too (each a finding)
+            unreadable: list[str] = []
+            listed = admin.list_counters(store, on_invalid=lambda key, _: unreadable.append(key))
+            keys = sorted([info.key async for info in listed] + unreadable)
         if not args.keys and store.region_scope is not None:  # this Region's counter items
             suffix = f"@{store.region}"
             keys = [key.removesuffix(suffix) for key in keys if key.endswith(suffix)]
@@ -624,8 +643,9 @@ async def _audit(args: argparse.Namespace) -> int:
                         if key in periods:
                             keys += periods[key]
                             continue
+                    except CounterValueInvalid:
+                        pass  # (its audit says so: a finding)
                 keys.append(key)
-        findings = 0
         for key in keys:
 
             def text(progress: ScanProgress, key: str = key) -> str:
@@ -641,11 +661,15 @@ async def _audit(args: argparse.Namespace) -> int:
                     number_attribute=args.number_attribute,
                     progress=show,
                 )
+            except CounterNotFound as exc:
+                unknown += 1
+                print(f"aioseq audit: error: CounterNotFound: {exc}", file=sys.stderr)
+                continue
             finally:
                 show.done(keep=False)  # the result line says how many items there were
             findings += not audit.ok
             print(json.dumps(_audit_record(audit)) if args.json else _audit_text(audit))
-    return 1 if findings else 0
+    return 2 if unknown else 1 if findings else 0
 
 
 def _ranges(ranges: Sequence[range], most: int = 20) -> str:
@@ -654,7 +678,22 @@ def _ranges(ranges: Sequence[range], most: int = 20) -> str:
     return ", ".join(shown) + more
 
 
+#: What ``audit`` says of a counter whose items it did not check, by `CounterAudit.unchecked`.
+_UNCHECKED = {
+    "no items": "no items to check",
+    "elsewhere": "its items are not beside it, and its writer did not say where: not checked"
+    " (make it with layout=ShardedItems(...), or audit it with --partition P [--shards N])",
+    "unmarked": "no strategy has recorded what it is (written before aioseq did, or only by"
+    " set or start-after): not checked (audit it with --partition P [--shards N])",
+}
+
+
 def _audit_text(audit: CounterAudit) -> str:
+    if audit.invalid is not None:
+        return f"{audit.key}: FINDINGS\n  its counter item is unreadable: {audit.invalid}"
+    if audit.unchecked is not None:
+        what = f"{audit.kind.strategy}, " if audit.kind is not None else ""
+        return f"{audit.key}: {what}{_UNCHECKED[audit.unchecked]}"
     head = f"{audit.key}: {audit.items:,} items, numbers up to {audit.highest}"
     if audit.ok:
         return f"{head}: ok"
@@ -685,6 +724,9 @@ def _audit_record(audit: CounterAudit) -> dict[str, Any]:
         "duplicates": list(audit.duplicates),
         "off_numbering": audit.off_numbering,
         "fix": audit.fix,
+        "kind": None if audit.kind is None else audit.kind.encode(),
+        "unchecked": audit.unchecked,
+        "invalid": audit.invalid,
     }
 
 
@@ -767,7 +809,8 @@ class RedactCredentials(logging.Filter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted)."""
+    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted; audit: 1
+    a finding, 2 an error)."""
     args = _parser().parse_args(argv)
     verbosity = getattr(args, "verbose", 0)
     handler = logging.StreamHandler(sys.stderr)
@@ -793,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, TableNotFound):
             message += _create_table_hint(args, exc)
         print(f"aioseq {args.command}: error: {type(exc).__name__}: {message}", file=sys.stderr)
-        return 1
+        return 2 if args.command == "audit" else 1  # (audit's 1 is a finding)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ from typing import Literal
 
 from aioseq._checks import check_attribute_name, check_seconds, check_table_name
 from aioseq._limits import (
+    COUNTER_ATTRIBUTE,
     EXPIRES_ATTRIBUTE,
     MAX_DIGITS,
     MAX_ITEM_BYTES,
@@ -29,6 +30,7 @@ from aioseq._limits import (
 from aioseq.errors import ConfigurationError
 
 __all__ = [
+    "COUNTER_ATTRIBUTE",
     "DEFAULT_TABLE_NAME",
     "EXPIRES_ATTRIBUTE",
     "IDEMPOTENCY_MEMORY_BYTES",

@@ -87,8 +87,9 @@ FEATURE_OPERATIONS: dict[str, frozenset[str]] = {
     # that holds the ids (give its ARN too), or with --partition its key schema and a Query;
     # the counter item's GetItem and UpdateItem
     "start_after_maximum": frozenset({"Scan", "DescribeTable", "Query", "GetItem", "UpdateItem"}),
-    # aioseq.admin.audit_counter() / aioseq audit: the counter item, a Query of its items
-    "audit_counter": frozenset({"GetItem", "Query"}),
+    # aioseq.admin.audit_counter() / aioseq audit: the counter item, a Query of its items (in
+    # another table: its key schema first); with no key, the listing's Scan (list_counters)
+    "audit_counter": frozenset({"GetItem", "Query", "DescribeTable"}),
 }
 
 #: The features an application uses at run time.

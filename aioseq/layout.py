@@ -19,16 +19,16 @@ import heapq
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from aioseq._checks import check_count, check_key
+from aioseq._checks import check_attribute_name, check_count, check_key, check_table_name
 from aioseq._items import deserialize
 from aioseq._limits import MAX_DIGITS, MAX_PARTITION_KEY_BYTES
 from aioseq.contracts import Store
 from aioseq.errors import ConfigurationError
 from aioseq.formatting import zero_pad
 
-__all__ = ["MAX_SHARDS", "ShardedItems"]
+__all__ = ["MAX_SHARDS", "CounterKind", "ShardedItems"]
 
 #: The most shards [`ShardedItems`][aioseq.layout.ShardedItems] takes: a listing sends one
 #: ``Query`` per shard.
@@ -207,3 +207,110 @@ class _Shard:
                 f"an item of {self.params['TableName']!r} has no whole number in sort key"
                 f" {self.layout.sort_key!r}"
             ) from None
+
+
+#: The strategies a counter item names, and whether each stores items.
+STRATEGY_ITEMS = {"atomic": False, "allocator": False, "optimistic": False, "transactional": True}
+
+
+@dataclass(frozen=True)
+class CounterKind:
+    """What a counter is, as its counter item records it in ``aioseq_counter``
+    ([`COUNTER_ATTRIBUTE`][aioseq.config.COUNTER_ATTRIBUTE], S): the strategy that writes it, and
+    for one that stores items, where they are. The strategies record it in the write that
+    creates or moves the counter item, no extra request: one that stores no items only on a
+    counter item that records nothing yet (``if_not_exists``), the transactional counter on
+    each write (where its last items went). ``aioseq audit`` reads it to find the items.
+
+    Attributes:
+        strategy: ``"atomic"``, ``"allocator"``, ``"optimistic"`` or ``"transactional"``.
+        items: ``None``: the strategy stores no items. ``"beside"``: in the counter item's own
+            partition, the number as the sort key. ``"sharded"``: as
+            [`ShardedItems(prefix, shards)`][aioseq.layout.ShardedItems] spreads them (the
+            counter was given ``layout=``). ``"elsewhere"``: where the writer cannot say (a
+            partition per item, one other partition, shards it was not told of): the audit
+            needs them named (``aioseq audit KEY --partition P [--shards N]``).
+        table: the items' table when it is not the counter item's.
+        prefix, shards, number_attribute: where ``"sharded"`` items are, and the attribute
+            that holds their number (the layout's sort key).
+
+    Raises:
+        ConfigurationError: a strategy, layout or field out of those.
+    """
+
+    strategy: str
+    items: Literal["beside", "sharded", "elsewhere"] | None = None
+    table: str | None = None
+    prefix: str | None = None
+    shards: int | None = None
+    number_attribute: str | None = None
+
+    def __post_init__(self) -> None:
+        stores = STRATEGY_ITEMS.get(self.strategy)
+        items = self.items
+        sharded = (self.prefix, self.shards, self.number_attribute)
+        if (
+            stores is None
+            or stores != (items is not None)
+            or items not in (None, "beside", "sharded", "elsewhere")
+            or (items == "sharded") != all(v is not None for v in sharded)
+            or (items != "sharded" and any(v is not None for v in sharded))
+            or (self.table is not None and items in (None, "beside"))
+        ):
+            raise ConfigurationError(f"not a counter kind: {self!r}")
+        if items == "sharded":
+            ShardedItems(str(self.prefix), self.shards)  # type: ignore[arg-type]  # (checked)
+            check_attribute_name(self.number_attribute, "number_attribute")
+        if self.table is not None:
+            check_table_name(self.table)
+
+    @property
+    def stores_items(self) -> bool:
+        """Whether the strategy stores items the audit can check."""
+        return self.items is not None
+
+    def encode(self) -> str:
+        """The recorded text: the strategy, then ``items=...``, ``shards=N``, ``table=T``,
+        ``number=A`` and last ``prefix=P`` (the last two may hold any characters)."""
+        fields = [self.strategy]
+        if self.items is not None:
+            fields.append(f"items={self.items}")
+        if self.shards is not None:
+            fields.append(f"shards={self.shards}")
+        if self.table is not None:
+            fields.append(f"table={self.table}")
+        if self.number_attribute is not None:
+            fields += [f"number={self.number_attribute}", f"prefix={self.prefix}"]
+        return " ".join(fields)
+
+    @classmethod
+    def decode(cls, text: object) -> CounterKind:
+        """The kind [`encode()`][aioseq.layout.CounterKind.encode] wrote as ``text``.
+
+        Raises:
+            ConfigurationError: ``text`` is not what ``encode()`` writes.
+        """
+        if not isinstance(text, str):
+            raise ConfigurationError(f"not a counter kind: {text!r}")
+        head, has_prefix, prefix = text.partition(" prefix=")
+        head, _, number = head.partition(" number=")
+        strategy, *rest = head.split(" ")
+        fields = dict(field.partition("=")[::2] for field in rest)
+        shards = fields.pop("shards", "")
+        try:
+            kind = cls(
+                strategy,
+                fields.pop("items", None),  # type: ignore[arg-type]
+                table=fields.pop("table", None),
+                prefix=prefix if has_prefix else None,
+                shards=int(shards) if shards.isdigit() else None,
+                number_attribute=number if has_prefix else None,
+            )
+        except ConfigurationError:
+            kind = None
+        if kind is None or fields or kind.encode() != text:
+            raise ConfigurationError(f"not a counter kind: {text!r}")
+        return kind
+
+    def __str__(self) -> str:
+        return self.encode()

@@ -180,10 +180,14 @@ class TrackedCounterItem(CounterItem):
         if known and writes is not None and writes.isdigit():
             self.turn.observed(int(writes))
 
-    def new_write(self, before: CounterState, n: int) -> CounterWrite:
+    def new_write(
+        self, before: CounterState, n: int, kind: str, *, replace_kind: bool = False
+    ) -> CounterWrite:
         """A conditional write that takes the ``n`` numbers after ``before``, with a fresh
         token, recording `numbering` (its condition requires the numbering ``before``
-        holds, so a numbering changed since fails it).
+        holds, so a numbering changed since fails it) and ``kind``, what the counter is (a
+        [`CounterKind`][aioseq.layout.CounterKind]'s text: where none is recorded, or with
+        ``replace_kind`` always).
 
         Raises:
             NumberingMismatch: ``before`` recorded another numbering (nothing is sent).
@@ -193,4 +197,12 @@ class TrackedCounterItem(CounterItem):
         if before.numbering is not None and before.numbering != text:
             raise NumberingMismatch(self.key, decode_recorded(before.numbering), self.numbering)
         new = self.check_number(before.value + n)
-        return CounterWrite(before, new, new_token(), text, queued=self.turn.enabled)
+        return CounterWrite(
+            before,
+            new,
+            new_token(),
+            text,
+            queued=self.turn.enabled,
+            kind=kind,
+            replace_kind=replace_kind,
+        )

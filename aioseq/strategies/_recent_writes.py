@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aioseq._items import AttributeValue, Item, number, parse_counter
-from aioseq._limits import NUMBERING_ATTRIBUTE, TURN_ATTRIBUTE
+from aioseq._limits import COUNTER_ATTRIBUTE, NUMBERING_ATTRIBUTE, TURN_ATTRIBUTE
 from aioseq.config import RECENT_WRITES, TOKENS_ATTRIBUTE, WRITES_ATTRIBUTE, TableSpec
 from aioseq.errors import CounterValueInvalid
 from aioseq.numbering import recorded_text
@@ -84,6 +84,8 @@ class CounterState:
         turns: the queue of writers waiting to write (``aioseq_turn``, entries
             ``"<token>:<size>:<lease_ms>"``, the next writer first; see
             `aioseq.strategies._turn`), empty when nobody waits.
+        kind: what it says the counter is (``aioseq_counter``, a
+            [`CounterKind`][aioseq.layout.CounterKind]'s text, as found), or ``None``.
     """
 
     value: int = 0
@@ -92,6 +94,7 @@ class CounterState:
     tokens: tuple[str, ...] | None = None
     numbering: str | None = None
     turns: tuple[str, ...] = ()
+    kind: str | None = None
 
     @classmethod
     def of(
@@ -114,20 +117,25 @@ class CounterState:
         tokens = None
         if isinstance(ring, list) and len(ring) == RECENT_WRITES and all("S" in t for t in ring):
             tokens = tuple(str(t["S"]) for t in ring)
-        return cls(value, True, writes, tokens, numbering, turns_of(item))
+        kind = item.get(COUNTER_ATTRIBUTE, {}).get("S")
+        return cls(value, True, writes, tokens, numbering, turns_of(item), kind)
 
 
 @dataclass(frozen=True)
 class CounterWrite:
     """One conditional write that moves a counter item from ``before`` to value ``new`` and
     records ``token`` in its ring of recent writes (and ``numbering``, if given, as the counter
-    item's numbering: see [`aioseq.numbering`][aioseq.numbering]).
+    item's numbering: see [`aioseq.numbering`][aioseq.numbering]; and ``kind``, what the counter
+    is, outside the condition).
 
     Attributes:
         before: the counter item the write expects (its condition).
         new: the counter's value after the write.
         token: the write's idempotency token (`new_token()`).
         numbering: the numbering text the write records, or ``None`` to leave it alone.
+        kind: the [`CounterKind`][aioseq.layout.CounterKind] text the write records: on a
+            counter item that has none (``if_not_exists``), or with ``replace_kind`` always;
+            ``None`` to leave it alone.
     """
 
     before: CounterState
@@ -138,6 +146,8 @@ class CounterWrite:
     #: it requires the queue empty or headed by its entry, and removes that entry. ``False``
     #: for a writer that does not queue: it leaves the queue alone.
     queued: bool = True
+    kind: str | None = None
+    replace_kind: bool = False
 
     @property
     def numbers(self) -> range:
@@ -225,6 +235,12 @@ class CounterWrite:
             names["#numbering"] = NUMBERING_ATTRIBUTE
             values[":numbering"] = {"S": self.numbering}
             ring += ", #numbering = :numbering"
+        if self.kind is not None:  # (no condition on it: what the counter is, not its state)
+            names["#kind"] = COUNTER_ATTRIBUTE
+            values[":kind"] = {"S": self.kind}
+            ring += (
+                ", #kind = :kind" if self.replace_kind else ", #kind = if_not_exists(#kind, :kind)"
+            )
         update = f"SET #value = :next, #writes = :writes_after, {ring}"
         if self.before.turns and self.queued:
             update += " REMOVE #turn[0]"  # the entry this write waited with is used
@@ -232,7 +248,7 @@ class CounterWrite:
         return request
 
     def after(self, table: TableSpec) -> Item:
-        """The counter item's value, writes, ring, numbering and queue (the entries after the
+        """The counter item's value, writes, ring, numbering, kind and queue (the entries after the
         one it used, as far as ``before`` knew them) after this write (a whole counter item for
         the ``PutItem`` form, with the key added)."""
         item: Item = {
@@ -243,6 +259,9 @@ class CounterWrite:
         numbering = self.numbering if self.numbering is not None else self.before.numbering
         if numbering is not None:
             item[NUMBERING_ATTRIBUTE] = {"S": numbering}
+        kind = self.before.kind if self.before.kind and not self.replace_kind else self.kind
+        if kind is not None:
+            item[COUNTER_ATTRIBUTE] = {"S": kind}
         remaining = self.before.turns[1:] if self.queued else self.before.turns
         if remaining:
             item[TURN_ATTRIBUTE] = {"L": [{"S": e} for e in remaining]}

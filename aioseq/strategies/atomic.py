@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from aioseq._checks import check_count
 from aioseq._items import number, parse_counter
-from aioseq._limits import NUMBERING_ATTRIBUTE
+from aioseq._limits import COUNTER_ATTRIBUTE, NUMBERING_ATTRIBUTE
 from aioseq._retry import applied_at_most_once
 from aioseq.config import MAX_NUMBER
 from aioseq.contracts import Store
@@ -20,6 +20,7 @@ from aioseq.errors import (
     CounterValueInvalid,
     NumberOutOfRange,
 )
+from aioseq.layout import CounterKind
 from aioseq.numbering import (
     GUARD,
     Numbering,
@@ -38,11 +39,12 @@ log = logging.getLogger("aioseq")
 class AtomicCounter(Strategy):
     """Numbers from one ``UpdateItem`` that adds to a counter item.
 
-    The counter item ``{pk: key, sk: 0, value: N, aioseq_numbering: S}`` is created by the
-    first ``ADD``. Each call sends:
+    The counter item ``{pk: key, sk: 0, value: N, aioseq_numbering: S, aioseq_counter: S}`` is
+    created by the first ``ADD``. Each call sends:
 
         UpdateItem  UpdateExpression    ADD #value :n
-                                        SET #numbering = if_not_exists(#numbering, :numbering)
+                                        SET #numbering = if_not_exists(#numbering, :numbering),
+                                            #kind = if_not_exists(#kind, :kind)
                     ConditionExpression (attribute_not_exists(#numbering)
                                          OR #numbering = :numbering)
                                         AND (attribute_not_exists(#pk)
@@ -52,8 +54,11 @@ class AtomicCounter(Strategy):
 
     (``:limit`` is ``max_value - n``) and the value before it, ``u``, makes the numbers
     ``u + 1 .. u + n`` (the item before the ``ADD`` also says whether this ``ADD`` recorded
-    the numbering, which a put-back then removes again; ``UPDATED_OLD`` cannot tell, as it
-    leaves out an ``if_not_exists`` that kept its value). The condition only guards against a
+    the numbering and ``aioseq_counter``, which a put-back then removes again; ``UPDATED_OLD``
+    cannot tell, as it leaves out an ``if_not_exists`` that kept its value). ``:kind`` says
+    what the counter is (a [`CounterKind`][aioseq.layout.CounterKind]: ``"atomic"``, or
+    ``"allocator"`` under a block allocator), on a counter item that says nothing yet, for
+    ``aioseq audit``. The condition only guards against a
     counter item without a value, with a non-number or a negative one, or one that would pass
     ``max_value``, or one that recorded another numbering than this object's (see
     [`aioseq.numbering`][aioseq.numbering]: the first ``ADD`` records it, in the same request); it
@@ -64,8 +69,8 @@ class AtomicCounter(Strategy):
     A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
     compare and test types, they cannot test whether a number is whole): the ``ADD`` is
     applied, aioseq sees the fraction it returns, puts the old value back with a conditional
-    ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering if the ``ADD``
-    recorded it) (one more write, skipped if another writer got
+    ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering and the kind
+    if the ``ADD`` recorded them) (one more write, skipped if another writer got
     there first) and raises [`CounterValueInvalid`][aioseq.errors.CounterValueInvalid]. No number is
     handed out from a fraction.
 
@@ -115,12 +120,20 @@ class AtomicCounter(Strategy):
         # constant values); next_many fills in ``:n`` and ``:limit``, next() sends _one as is.
         table = self.store.table
         guard_names, guard_values_ = guard_values(self._item.numbering)
-        self._values = {":number_type": {"S": "N"}, ":zero": number(0), **guard_values_}
+        # What the counter item says it is (an allocator's own counter is not adopted).
+        kind = CounterKind("atomic" if adopt else "allocator").encode()
+        self._values = {
+            ":number_type": {"S": "N"},
+            ":zero": number(0),
+            ":kind": {"S": kind},
+            **guard_values_,
+        }
         self._template = {
             "TableName": table.name,
             "Key": self._item.primary_key,
             "UpdateExpression": (
-                "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering)"
+                "ADD #value :n SET #numbering = if_not_exists(#numbering, :numbering),"
+                " #kind = if_not_exists(#kind, :kind)"
             ),
             "ConditionExpression": (
                 f"{GUARD} AND (attribute_not_exists(#pk)"
@@ -129,6 +142,7 @@ class AtomicCounter(Strategy):
             "ExpressionAttributeNames": {
                 "#value": table.value_attribute,
                 "#pk": table.partition_key,
+                "#kind": COUNTER_ATTRIBUTE,
                 **guard_names,
             },
             "ReturnValues": "ALL_OLD",  # UPDATED_OLD omits an if_not_exists that kept its value
@@ -201,8 +215,12 @@ class AtomicCounter(Strategy):
         try:
             high = parse_counter(before, self.key, self.store.table.value_attribute) + n
         except CounterValueInvalid as exc:
-            recorded = not before or NUMBERING_ATTRIBUTE not in before
-            await self._put_back(exc.found, n, forget_numbering=recorded)
+            # What this ADD recorded goes too: the numbering, and the kind (a foreign item is
+            # not left marked as a counter).
+            recorded = [
+                a for a in (NUMBERING_ATTRIBUTE, COUNTER_ATTRIBUTE) if a not in (before or {})
+            ]
+            await self._put_back(exc.found, n, forget=recorded)
             raise
         if high > self._item.max_value:  # only servers that skip the condition's arithmetic
             raise NumberOutOfRange(high, f"{high} is above max_value {self._item.max_value}")
@@ -210,22 +228,22 @@ class AtomicCounter(Strategy):
         return high
 
     async def _put_back(
-        self, before: Mapping[str, Any] | None, n: int, *, forget_numbering: bool
+        self, before: Mapping[str, Any] | None, n: int, *, forget: Sequence[str]
     ) -> None:
         """Undo an ``ADD n`` that turned out to have added to a fraction (``before`` is the value
         it returned, ``ALL_OLD``): ``SET #value = :before IF #value = :before + n`` (with
-        ``REMOVE #numbering`` if the ``ADD`` recorded it), skipped if another writer moved the
-        counter since."""
+        ``REMOVE`` of the attributes ``forget``, those the ``ADD`` recorded), skipped if another
+        writer moved the counter since."""
         if not before or "N" not in before:
             return
         after = {"N": str(Decimal(before["N"]) + n)}
-        await self._set_value_if(dict(before), expected=after, forget_numbering=forget_numbering)
+        await self._set_value_if(dict(before), expected=after, forget=forget)
 
     async def _set_value_if(
-        self, value: dict[str, str], *, expected: dict[str, str], forget_numbering: bool = False
+        self, value: dict[str, str], *, expected: dict[str, str], forget: Sequence[str] = ()
     ) -> bool:
         """``UpdateItem SET #value = :value IF #value = :expected AND #numbering = :numbering``
-        on the counter item (1 WCU; ``forget_numbering``: ``REMOVE #numbering`` too). True if
+        on the counter item (1 WCU; ``REMOVE`` of the attributes ``forget`` too). True if
         it was applied; False if the counter had moved or been renumbered (numbers of the old
         numbering are not put back under the new one), or if its fate is unknown.
 
@@ -237,9 +255,10 @@ class AtomicCounter(Strategy):
         unused, a gap. Refusals that were surely not applied (throttling) are retried."""
         table = self.store.table
         names, values = guard_values(self._item.numbering)
-        update = (
-            "SET #value = :value REMOVE #numbering" if forget_numbering else "SET #value = :value"
-        )
+        removed = {f"#forget{i}": name for i, name in enumerate(forget)}
+        update = "SET #value = :value"
+        if removed:
+            update += f" REMOVE {', '.join(removed)}"
 
         async def attempt() -> bool:
             try:
@@ -249,7 +268,11 @@ class AtomicCounter(Strategy):
                     Key=self._item.primary_key,
                     UpdateExpression=update,
                     ConditionExpression="#value = :expected AND #numbering = :numbering",
-                    ExpressionAttributeNames={"#value": table.value_attribute, **names},
+                    ExpressionAttributeNames={
+                        "#value": table.value_attribute,
+                        **names,
+                        **removed,
+                    },
                     ExpressionAttributeValues={":value": value, ":expected": expected, **values},
                 )
             except ConditionFailed:

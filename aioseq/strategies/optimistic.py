@@ -11,6 +11,7 @@ from aioseq._retry import Verdict
 from aioseq.config import MAX_NUMBER, GroupCommit
 from aioseq.contracts import Store
 from aioseq.errors import ConditionFailed, ConfigurationError, TransactionCanceled
+from aioseq.layout import CounterKind
 from aioseq.numbering import Numbering
 from aioseq.strategies._base import ConditionalCounterStrategy
 from aioseq.strategies._group_commit import GroupCommitter, Settled
@@ -20,6 +21,9 @@ from aioseq.strategies._recent_writes import CounterWrite
 __all__ = ["OptimisticCounter"]
 
 WriteForm = Literal["update", "put"]
+
+#: What its counter item says it is, where it says nothing yet: a counter that stores no items.
+_KIND = CounterKind("optimistic").encode()
 
 #: A call waiting for ``request`` numbers.
 Take = Waiter[int, range]
@@ -33,9 +37,11 @@ class OptimisticCounter(ConditionalCounterStrategy):
     The first call reads the counter item (``GetItem``, strongly consistent); every call then
     sends, with ``c`` the value and ``w`` the write count last seen:
 
-        write="update":  UpdateItem SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
+        write="update":  UpdateItem SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token,
+                                        #kind = if_not_exists(#kind, "optimistic")
                                     IF #value = :current AND #writes = :w
-        write="put":     PutItem    {pk, sk, value: next, aioseq_writes, aioseq_tokens}
+        write="put":     PutItem    {pk, sk, value: next, aioseq_writes, aioseq_tokens,
+                                     aioseq_counter}
                                     IF #value = :current AND #writes = :w
 
     (``IF attribute_not_exists(#pk)`` while the counter item does not exist yet, so its
@@ -163,7 +169,8 @@ class OptimisticCounter(ConditionalCounterStrategy):
         if queued is not None:
             self._top_up(takes, (queued - _numbers(group), _count))
             group = _within([take for take in takes if take.waiting][:limit], queued)
-        return _Write(group, self._item.new_write(before, _numbers(group)), self._numbers_of)
+        write = self._item.new_write(before, _numbers(group), _KIND)
+        return _Write(group, write, self._numbers_of)
 
     def drop_unwanted(self, write: _Write, maybe_applied: bool) -> bool:
         """Dropped, never resent for other callers: one that may have been applied is left

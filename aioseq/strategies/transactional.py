@@ -10,7 +10,7 @@ from typing import Any, TypeAlias
 
 from aioseq._checks import check_attribute_name, check_table_name
 from aioseq._coalesce import Waiter
-from aioseq._items import deserialize, item_size, storable_item
+from aioseq._items import deserialize, item_size, serialize, storable_item
 from aioseq._retry import Verdict
 from aioseq.config import (
     IDEMPOTENCY_MEMORY_BYTES,
@@ -30,6 +30,7 @@ from aioseq.errors import (
     TransactionCanceled,
     ValidationFailed,
 )
+from aioseq.layout import CounterKind, ShardedItems
 from aioseq.numbering import Numbering
 from aioseq.strategies._base import (
     MAX_TRANSACTION_BYTES,
@@ -62,10 +63,16 @@ class TransactionalCounter(ConditionalCounterStrategy):
     item (on the first call; later calls start from the value they last saw, which the
     condition checks), then one ``TransactWriteItems`` with:
 
-        Update  counter item   SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token
+        Update  counter item   SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token,
+                                   #kind = :kind
                                IF #value = :current AND #writes = :w
                                (IF attribute_not_exists(#pk) for a new counter)
         Put     the item       IF attribute_not_exists(#pk)
+
+    ``:kind`` records what the counter is and where its items are (``aioseq_counter``, a
+    [`CounterKind`][aioseq.layout.CounterKind], for ``aioseq audit``): with ``layout=``, sharded
+    as it says; otherwise ``beside`` when every item of the transaction is in the counter
+    item's partition with its number as the sort key, else ``elsewhere``.
 
     The transaction's ``CancellationReasons`` say what failed:
 
@@ -147,10 +154,13 @@ class TransactionalCounter(ConditionalCounterStrategy):
             idempotency keys it stored or found, to answer a replay with no request, in bytes
             (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
             whatever it is). See docs/web-services.md.
+        layout: the [`ShardedItems`][aioseq.layout.ShardedItems] the items are spread by, if
+            they are: recorded on the counter item, so that ``aioseq audit`` finds them; a put
+            whose item is not keyed ``layout.key(n)`` is refused.
 
     Raises:
-        ConfigurationError: bad key, names, group options, ``idempotency_ttl_secs`` or
-            ``idempotency_memory_bytes``.
+        ConfigurationError: bad key, names, group options, ``idempotency_ttl_secs``,
+            ``idempotency_memory_bytes`` or ``layout`` (its key names not the item table's).
     """
 
     _transactions = True  # every put is one TransactWriteItems
@@ -168,6 +178,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
         group: GroupCommit | bool = True,
         idempotency_ttl_secs: float = IDEMPOTENCY_TTL_SECS,
         idempotency_memory_bytes: int = IDEMPOTENCY_MEMORY_BYTES,
+        layout: ShardedItems | None = None,
     ) -> None:
         item_table = check_table_name(item_table or store.table.name, "item_table")
         records = IdempotencyRecords(  # (checked first)
@@ -193,9 +204,58 @@ class TransactionalCounter(ConditionalCounterStrategy):
         self._key_limits = {self.item_partition_key: MAX_PARTITION_KEY_BYTES}
         if store.table.sort_key is not None:
             self._key_limits[store.table.sort_key] = MAX_SORT_KEY_BYTES
+        #: The layout its items are spread by (``None``: not told), and the kind recorded then.
+        self.layout = layout
+        self._layout_kind = self._check_layout(layout)
         #: Waiting puts whose earlier transaction was maybe applied and stayed unresolved (see
         #: `_found_stored()`), with that transaction; each leaves when its caller is answered.
         self._maybe_stored: dict[Put, _Transaction] = {}
+
+    def _check_layout(self, layout: ShardedItems | None) -> str | None:
+        """The kind every write records with ``layout``, if its key names are the item
+        table's (the store's sort key, in its table).
+
+        Raises:
+            ConfigurationError: they are not, or ``layout`` is not a ``ShardedItems``."""
+        other = self.item_table if self.item_table != self.store.table.name else None
+        if layout is None:
+            return None
+        if not isinstance(layout, ShardedItems):
+            raise ConfigurationError(f"layout must be a ShardedItems: {layout!r}")
+        sort_key = self.store.table.sort_key
+        if layout.partition_key != self.item_partition_key or (
+            other is None and layout.sort_key != sort_key
+        ):
+            raise ConfigurationError(
+                f"layout's key names ({layout.partition_key!r}, {layout.sort_key!r}) are not"
+                f" the item table's ({self.item_partition_key!r}, {sort_key!r})"
+            )
+        return CounterKind(
+            "transactional",
+            "sharded",
+            table=other,
+            prefix=layout.prefix,
+            shards=layout.shards,
+            number_attribute=layout.sort_key,
+        ).encode()
+
+    def _kind_of(self, items: list[dict[str, Any]], numbers: range) -> str:
+        """What a transaction storing ``items`` (numbered ``numbers``) records of where its
+        items are: the layout's kind, ``beside`` or ``elsewhere``."""
+        if self._layout_kind is not None:
+            return self._layout_kind
+        table = self.store.table
+        if self.item_table != table.name:
+            return CounterKind("transactional", "elsewhere", table=self.item_table).encode()
+        partition = self._item.primary_key[table.partition_key]
+        for item, n in zip(items, numbers, strict=True):
+            sort = item.get(table.sort_key or "", {})
+            text = str(sort.get("N", sort.get("S", "")))
+            if item.get(table.partition_key) != partition or not (
+                text.isdigit() and int(text) == n
+            ):
+                return _ELSEWHERE
+        return _BESIDE
 
     def _make_item(self, item: ItemSpec, n: int) -> dict[str, Any]:
         """The item for number ``n``, serialized and checked as far as aioseq can: a mapping,
@@ -238,6 +298,14 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 f" number: put(lambda n: {{{table.partition_key!r}: ..., {sort_key!r}: n}})"
             )
         self._check_key_attributes(serialized)
+        layout = self.layout
+        if layout is not None and any(
+            serialized.get(name) != value for name, value in serialize(layout.key(n)).items()
+        ):
+            raise ConfigurationError(
+                f"the item's key is not layout.key({n}) of {layout!r}: make it with"
+                " put(lambda n: {**layout.key(n), ...})"
+            )
         if self.item_table == self.store.table.name:
             counter_key = self._item.primary_key
             if all(serialized.get(name) == value for name, value in counter_key.items()):
@@ -386,7 +454,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         group, items = self._fill_group(puts, before.value, limit)
         if not group:
             return None
-        write = self._item.new_write(before, len(group))
+        numbers = self._numbers_of.numbers(before.value + 1, len(group))  # the items'
+        write = self._item.new_write(
+            before, len(group), self._kind_of(items, numbers), replace_kind=True
+        )
         counter_update = {
             "Update": {
                 "TableName": table.name,
@@ -408,7 +479,6 @@ class TransactionalCounter(ConditionalCounterStrategy):
             }
             for put, item in zip(group, items, strict=True)
         ]
-        numbers = self._numbers_of.numbers(write.numbers.start, len(group))
         keyed, record_puts = self._records.record_puts(group, numbers, items, write.token)
         request = {
             "ClientRequestToken": write.token,
@@ -640,6 +710,10 @@ class TransactionalCounter(ConditionalCounterStrategy):
         (the action at index 0) waits for the writers ahead of it in the counter's queue, or
         is retried at once."""
         return counter_write_verdict(exc, self._item.lost_race)
+
+
+_BESIDE = CounterKind("transactional", "beside").encode()
+_ELSEWHERE = CounterKind("transactional", "elsewhere").encode()
 
 
 def _one(_: object) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from checks import cli_table, run_cli
 
-from aioseq import DynamoStore, TableSpec, iam
+from aioseq import DynamoStore, TableSpec, admin, iam
 from aioseq.layout import ShardedItems
 
 
@@ -282,7 +282,105 @@ def test_audit_reads_items_spread_over_shards(run: Any, aioseq_endpoint: str) ->
     assert code == 1 and fix.endswith("--partition inv-items --shards 8")
     assert run(*fix.split()[1:])[:2] == (0, "60\n")
     code, _, err = run("audit", "inv", "--shards", "0")
-    assert code == 1 and "shards must be an int from 1 to 1000" in err
+    assert code == 2 and "shards must be an int from 1 to 1000" in err  # an error, no finding
+
+
+def test_audit_knows_what_each_counter_is(run: Any, aioseq_endpoint: str) -> None:
+    """Issue 44: with no key, counters that store no items have nothing to check, items are
+    found where their counter says, items of other programs are no counters, and a key that
+    is no counter is an error."""
+    table = TableSpec(name=run.table)
+
+    async def fill() -> None:
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            gapless = store.transactional_counter("gapless")
+            for _ in range(4):
+                await gapless.put(lambda n: {"pk": "gapless", "sk": n})
+            async with store.block_allocator("allocator") as allocator:
+                await allocator.next_many(3)
+            await store.optimistic_counter("optimistic").next_many(2)
+            spread = ShardedItems("orders", shards=4)
+            orders = store.transactional_counter("orders", layout=spread)
+            await asyncio.gather(*(orders.put(spread.key) for _ in range(10)))
+            for key, value in (("price", "12.50"), ("stock", "7")):  # another program's
+                await store.send_once(
+                    "put_item",
+                    TableName=run.table,
+                    Item={"pk": {"S": key}, "sk": {"N": "0"}, "value": {"N": value}},
+                )
+
+    async def move_back(key: str, value: int) -> None:
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            await admin.set_counter(store, key, value, allow_backward=True)
+
+    async def break_counter(key: str) -> None:  # a counter item someone wrote a fraction into
+        async with DynamoStore.open(table=table, endpoint_url=aioseq_endpoint) as store:
+            await store.send_once(
+                "update_item",
+                TableName=run.table,
+                Key=store.counter_item_key(key),
+                UpdateExpression="SET #value = :fraction",
+                ExpressionAttributeNames={"#value": "value"},
+                ExpressionAttributeValues={":fraction": {"N": "2.5"}},
+            )
+
+    asyncio.run(fill())
+    code, out, err = run("audit")
+    assert (code, err) == (0, ""), (out, err)
+    assert out.splitlines() == [
+        "allocator: allocator, no items to check",
+        "gapless: 4 items, numbers up to 4: ok",
+        "optimistic: optimistic, no items to check",
+        "orders: 10 items, numbers up to 10: ok",
+    ]
+    code, out, err = run("list")
+    assert (code, err) == (0, "") and [line.split("\t")[0] for line in out.splitlines()] == [
+        "allocator",
+        "gapless",
+        "optimistic",
+        "orders",
+    ]
+    records = [json.loads(line) for line in run("audit", "--json")[1].splitlines()]
+    assert [(r["key"], r["ok"], r["unchecked"]) for r in records] == [
+        ("allocator", True, "no items"),
+        ("gapless", True, None),
+        ("optimistic", True, "no items"),
+        ("orders", True, None),
+    ]
+    assert records[3]["kind"] == "transactional items=sharded shards=4 number=sk prefix=orders"
+
+    asyncio.run(move_back("orders", 8))  # the library's backward set
+    assert run("set", "gapless", "3", "--allow-backward")[0] == 0  # the command's
+    code, out, err = run("audit")
+    assert code == 1, (out, err)
+    assert "gapless: 4 items, numbers up to 3: FINDINGS" in out
+    assert "orders: 10 items, numbers up to 8: FINDINGS" in out
+    fix = out.rpartition("fix: ")[2].strip()
+    assert fix.endswith("--partition orders --shards 4")
+    assert run(*fix.split()[1:])[:2] == (0, "10\n")  # the printed fix, pasted
+    code, out, _ = run("audit", "orders")
+    assert (code, out) == (0, "orders: 10 items, numbers up to 10: ok\n")
+
+    code, out, err = run("audit", "nosuchkey")
+    assert (code, out) == (2, "") and "CounterNotFound" in err and "nosuchkey" in err
+    code, out, err = run("audit", "gapless", "nosuchkey", "allocator")  # the others are audited
+    assert code == 2 and "CounterNotFound" in err
+    assert [line.partition(":")[0] for line in out.splitlines() if line[:1] != " "] == [
+        "gapless",
+        "allocator",
+    ]
+
+    asyncio.run(break_counter("optimistic"))  # one bad counter item: a finding, not a crash
+    code, out, err = run("list")
+    assert code == 1 and [line.split("\t")[0] for line in out.splitlines()] == [
+        "allocator",
+        "gapless",
+        "orders",
+    ]
+    assert err.startswith("aioseq list: optimistic: CounterValueInvalid") and err.count("\n") == 1
+    code, out, err = run("audit")
+    assert (code, err) == (1, "") and "optimistic: FINDINGS" in out
+    assert "allocator: allocator, no items to check" in out  # the others still audited
 
 
 def test_describe_says_when_items_share_the_counter_items_partition(

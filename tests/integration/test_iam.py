@@ -147,6 +147,11 @@ async def test_every_request_is_within_the_documented_policy(
             puts = [invoices.put(lambda n: {"pk": "invoice", "sk": n}) for _ in range(5)]
             await asyncio.gather(*puts)
             await invoices.current()
+        spread = ShardedItems("invoice", 2)  # its counter item records where they are
+        sharded = TransactionalCounter(
+            fresh(store), "sharded", item_table=item_table, layout=spread
+        )
+        await sharded.put(spread.key)
     with record.feature("sharded_items"):
         assert [item async for item in ShardedItems("invoice", 4).items(store)] == []
     with record.feature("region_scope"):  # a key's scope record: made, then found
@@ -185,7 +190,9 @@ async def test_every_request_is_within_the_documented_policy(
         )
 
     with record.feature("audit_counter"):
-        await admin.audit_counter(store, "orders")
+        await admin.audit_counter(store, "orders")  # stores no items: its counter item alone
+        await admin.audit_counter(store, "invoices", partition="invoice")  # its items: a Query
+        await admin.audit_counter(store, "sharded")  # in another table: its key schema too
 
     with record.feature("cli"):  # `aioseq next` and `aioseq current`, every strategy
         for strategy in STRATEGY_NAMES:

@@ -27,6 +27,7 @@ from aioseq import (
 from aioseq._workload import make_taker
 from aioseq.admin import ScanProgress
 from aioseq.config import NUMBERING_ATTRIBUTE
+from aioseq.layout import CounterKind
 
 
 async def test_set_moves_a_counter_forward_and_next_continues_after_it(
@@ -131,7 +132,7 @@ async def test_describe_shows_value_numbering_and_last_update(aioseq_store: Dyna
     await aioseq_store.atomic_counter("plain").next()
     plain = await admin.describe_counter(aioseq_store, "plain")
     # the first ADD recorded the atomic counter's numbering; next() stamps no time
-    assert plain == CounterInfo("plain", 1, Numbering(), None)
+    assert plain == CounterInfo("plain", 1, Numbering(), None, CounterKind("atomic"))
 
     start = datetime.now(timezone.utc)
     await admin.set_counter(aioseq_store, "plain", 7)
@@ -174,7 +175,7 @@ async def test_list_shows_every_counter_item_and_nothing_else(aioseq_store: Dyna
 
 async def test_list_pages_through_a_table_larger_than_one_page(aioseq_store: DynamoStore) -> None:
     # 60 counter items of ~20 KB each (a padding attribute): more than 1 MB, several pages.
-    pad = {"pad": {"S": "x" * 20_000}}
+    pad = {"pad": {"S": "x" * 20_000}, "aioseq_counter": {"S": "atomic"}}
     for i in range(60):
         item = {**aioseq_store.counter_item_key(f"k{i}"), "value": {"N": str(i)}, **pad}
         await aioseq_store.send_once("put_item", TableName=aioseq_store.table.name, Item=item)
