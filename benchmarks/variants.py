@@ -40,9 +40,10 @@ from aiobotocore.config import AioConfig
 from aioseq import DynamoStore
 from aioseq._client import LOCAL_CREDENTIALS, LOCAL_REGION
 from aioseq._items import parse_counter
-from aioseq._limits import NUMBERING_ATTRIBUTE
+from aioseq._limits import COUNTER_ATTRIBUTE, NUMBERING_ATTRIBUTE
 from aioseq._strategy_table import STRATEGY_NAMES, strategy_named
 from aioseq._workload import Taker, factory_taker, make_taker, stored_numbers
+from aioseq.layout import CounterKind
 
 __all__ = [
     "NAMES",
@@ -292,8 +293,9 @@ def client_config(store: DynamoStore) -> dict[str, Any]:
 #:   missing, not a number, negative, or would pass ``max_value`` is refused, nothing written;
 #: - ``numbering``: ``SET #numbering = if_not_exists(#numbering, :numbering)`` and the
 #:   condition ``attribute_not_exists(#numbering) OR #numbering = :numbering``: the counter
-#:   item records its numbering with the first ``ADD``, and a writer with another numbering is
-#:   refused (``NumberingMismatch``), nothing written;
+#:   item records its numbering (and what the counter is, for the audit) with the first
+#:   ``ADD``, and a writer with another numbering is refused (``NumberingMismatch``), nothing
+#:   written;
 #: - ``all_old``: ``ReturnValues=ALL_OLD`` instead of ``UPDATED_NEW``: the item before the
 #:   ``ADD``, which says whether this ``ADD`` recorded the numbering, so that a fraction's
 #:   put-back can remove it again;
@@ -323,11 +325,16 @@ def update_request(
     conditions = []
     names = {"#value": value_attribute}
     values: dict[str, Any] = {":n": {"N": str(n)}}
-    if "numbering" in parts:
-        update += " SET #numbering = if_not_exists(#numbering, :numbering)"
+    if "numbering" in parts:  # (and what the counter is, recorded beside it: for the audit)
+        update += (
+            " SET #numbering = if_not_exists(#numbering, :numbering),"
+            " #kind = if_not_exists(#kind, :kind)"
+        )
         conditions.append("(attribute_not_exists(#numbering) OR #numbering = :numbering)")
         names["#numbering"] = NUMBERING_ATTRIBUTE
+        names["#kind"] = COUNTER_ATTRIBUTE
         values[":numbering"] = {"S": numbering}
+        values[":kind"] = {"S": CounterKind("atomic").encode()}
     if "limit" in parts:
         conditions.append(
             "(attribute_not_exists(#pk)"
