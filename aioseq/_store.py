@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import weakref
 from collections import Counter
@@ -240,7 +241,9 @@ class DynamoStore:
         self._closed = False  # aclose() began: new calls on the store's objects are refused
         self._close_task: asyncio.Task[None] | None = None
         # Everything made on this store (counters, allocators), closed with it.
-        self._made: weakref.WeakSet[Managed] = weakref.WeakSet()
+        # (by the order each was made: a close gives back in the same order every run)
+        self._made: weakref.WeakKeyDictionary[Managed, int] = weakref.WeakKeyDictionary()
+        self._adopted = itertools.count()
         self._made_peak = 0
         #: The objects the factories share, one per factory and key.
         self._shared = Registry(idle_secs, self.observer, self.clock, after_sweep=self._shrink_made)
@@ -418,7 +421,7 @@ class DynamoStore:
         if self._describing is not None:
             self._describing.cancel()  # its callers get StoreClosed
         await self._shared.aclose()
-        made = list(self._made)
+        made = sorted(self._made, key=self._made.__getitem__)
         # (An allocator's give-back goes through the atomic counter it owns and closes: the
         # store never closes that one.) A close that outlasts the deadline is cancelled, each
         # one's own clean-up still running.
@@ -438,7 +441,7 @@ class DynamoStore:
             StoreClosed: the store is closed (or closing).
         """
         self._check_open()
-        self._made.add(made)
+        self._made.setdefault(made, next(self._adopted))
         self._shared.revive(made)
 
     def _shrink_made(self) -> None:
@@ -448,7 +451,7 @@ class DynamoStore:
         size = len(self._made)
         self._made_peak = max(self._made_peak, size)
         if self._made_peak > 1024 and size < self._made_peak // 4:
-            self._made = weakref.WeakSet(self._made)
+            self._made = weakref.WeakKeyDictionary(self._made)
             self._made_peak = size
 
     def _check_open(self) -> None:
