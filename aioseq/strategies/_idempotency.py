@@ -47,7 +47,7 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -71,6 +71,7 @@ from aioseq.errors import (
     ItemAlreadyExists,
     NumberOutOfRange,
 )
+from aioseq.strategies._base import CounterStatistics
 
 __all__ = [
     "ENTRY_BYTES",
@@ -472,6 +473,14 @@ class IdempotencyRecords:
     def remembered(self) -> tuple[int, int]:
         """The keys remembered, and what they cost in bytes (`entry_bytes()` each)."""
         return len(self._recent), self._recent_bytes
+
+    def statistics(self, counted: CounterStatistics) -> CounterStatistics:
+        """``counted`` (a counter's statistics) with these records' figures: ``replays``,
+        ``remembered_keys``, ``remembered_key_bytes``."""
+        keys, size = self.remembered
+        return replace(
+            counted, replays=self.replays, remembered_keys=keys, remembered_key_bytes=size
+        )
 
     def _remember(self, idempotency_key: str, number: int, recorded: str, expires: int) -> None:
         """Remember the key, newest last; forget the oldest past `RECENT_KEYS` keys or

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -326,13 +326,7 @@ class SortKeyCounter(GroupCommitStrategy):
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
-        keys, size = self._records.remembered
-        return replace(
-            super().statistics(),
-            replays=self._records.replays,
-            remembered_keys=keys,
-            remembered_key_bytes=size,
-        )
+        return self._records.statistics(super().statistics())
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see `aioseq.strategies._group_commit`), from a fresh ``Query`` of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from aioseq._checks import check_attribute_name, check_table_name
@@ -410,13 +410,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
 
     def statistics(self) -> CounterStatistics:
         """A frozen snapshot of what this object has done."""
-        keys, size = self._records.remembered
-        return replace(
-            super().statistics(),
-            replays=self._records.replays,
-            remembered_keys=keys,
-            remembered_key_bytes=size,
-        )
+        return self._records.statistics(super().statistics())
 
     async def _commit(self, puts: list[Put]) -> None:
         """One commit (see :mod:`aioseq.strategies._group_commit`). A method of this object,
