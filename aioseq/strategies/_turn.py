@@ -92,6 +92,10 @@ LEAVE_ATTEMPTS = 8
 #: How long a writer that seems to have nobody left to write for keeps its place, in seconds.
 GIVE_UP_GRACE_SECS = 0.02
 
+#: The least pause between the reads of a writer that is leaving and waits for an enqueue of
+#: its own that was cut off on its way (seconds).
+ARRIVAL_POLL_SECS = 0.1
+
 #: How long an entry whose enqueue may have been applied is looked for, in seconds (a request
 #: can arrive late: its entry may appear after its sender gave up on it).
 STRAY_SECS = 120.0
@@ -166,6 +170,8 @@ class Turn:
         # Entries of this writer's that may be on the item though it no longer uses them (an
         # enqueue cancelled or whose answer was lost, a place given up), and since when.
         self._strays: dict[str, float] = {}
+        # Enqueues whose request may still arrive: not yet answered nor seen on the item.
+        self._unseen: set[str] = set()
         self._leaving: asyncio.Task[None] | None = None
         self._give_up_asked: Callable[[], bool] | None = None  # a give-up to serve, if any
         self._contended = False  # lost a race, or wrote behind others: enqueue to write next
@@ -273,9 +279,11 @@ class Turn:
         elif self._head_since is None or self._head_since[0] != head:
             self._head_since = (head, now)
             self._waits = 0
+        self._unseen.difference_update(turns)
         for stray, since in list(self._strays.items()):
             if stray not in turns and now - since > STRAY_SECS:
                 del self._strays[stray]
+                self._unseen.discard(stray)
         return now
 
     def _removable(self, turns: tuple[str, ...], now: float) -> list[tuple[int, str]]:
@@ -381,6 +389,7 @@ class Turn:
         # Its own before the answer: an enqueue whose answer was lost is recognised on the
         # counter item's next read (`CounterItem.ready()` forgets the item it saw).
         self._mine = token
+        self._unseen.add(token)
         try:
             response = await self._update(
                 UpdateExpression="SET #turn = list_append(if_not_exists(#turn, :empty), :entry)",
@@ -393,16 +402,19 @@ class Turn:
                 ReturnValues="ALL_NEW",
             )
         except ConditionFailed:  # the counter item is gone: the next write creates it
+            self._unseen.discard(token)
             self._mine, self._contended = None, False
             return {}
         except AioseqError as exc:
             if not exc.maybe_applied:
+                self._unseen.discard(token)
                 self._mine = None  # not applied: nothing of it is on the counter item
             raise
         except BaseException:  # cancelled: it may have been applied, and nobody will use it
             self._mine = None
             self._strays[token] = self.clock.now()
             raise
+        self._unseen.discard(token)
         attributes: Item = response.get("Attributes") or {}
         log.debug("counter %r: enqueued %s: %s", self.key, token, turns_of(attributes))
         # Found alone in the queue twice in a row, the next write after this one tries
@@ -438,6 +450,7 @@ class Turn:
         log.debug("counter %r: removed %s", self.key, entries)
         for _, e in entries:
             self._strays.pop(e, None)
+            self._unseen.discard(e)
         if self._head_since is not None and any(e == self._head_since[0] for _, e in entries):
             self._head_since = None
         attributes: Item = response.get("Attributes") or {}
@@ -493,8 +506,9 @@ class Turn:
         """Remove this writer's strays wherever they stand: at the indices the queue shows
         (``turns``, else read), and again at those each failed removal returns, at most
         `LEAVE_ATTEMPTS` requests, each under the store's retry policy. A stray not on the
-        item as read is forgotten. An error is logged: entries left go stale, and the writers
-        behind remove them after their lease."""
+        item as read is forgotten, unless its enqueue was cut off on its way and may still
+        arrive: the item is read again for it during its lease (`_arriving()`). An error is
+        logged: entries left go stale, and the writers behind remove them after their lease."""
         fresh = False
         try:
             for _ in range(LEAVE_ATTEMPTS):
@@ -504,11 +518,14 @@ class Turn:
                     fresh = True
                 mine = [(i, e) for i, e in enumerate(turns) if e in self._strays]
                 if not mine:
-                    if fresh:  # (an enqueue that arrives later goes stale for the others)
-                        for stray in looked_for:
-                            self._strays.pop(stray, None)
+                    if not fresh:
+                        turns = None  # maybe an old view: read the item
+                        continue
+                    pause = self._arriving(looked_for)
+                    if pause is None:
                         return
-                    turns = None  # maybe an old view: read the item
+                    await self.clock.sleep(pause)
+                    turns = None
                     continue
                 _, item = await self.store.retry.run(
                     functools.partial(self._remove, mine), counter_key=self.key
@@ -516,6 +533,30 @@ class Turn:
                 turns, fresh = turns_of(item), True
         except AioseqError as exc:  # (RetriesExhausted, StoreClosed: the entries go stale)
             log.info("counter %r: could not leave the counter's queue: %s", self.key, exc)
+
+    def _arriving(self, missing: set[str]) -> float | None:
+        """Strays ``missing`` from the counter item as just read: forget those that cannot
+        arrive any more, and say how long to wait before looking again for the others (an
+        enqueue cut off on its way, by a cancel or a lost connection, can still reach the
+        server after a read that missed it), or ``None`` when none is left to wait for.
+
+        An enqueue is waited for during its own lease from when it was cut off: one that
+        arrives later costs the writers behind one lease, as a vanished writer's entry does."""
+        now = self.clock.now()
+        left: list[float] = []
+        for stray in missing:
+            since = self._strays.get(stray)
+            if since is None:
+                continue
+            wait = entry_lease_secs(stray) - (now - since) if stray in self._unseen else 0.0
+            if wait > 0:
+                left.append(wait)
+            else:
+                self._strays.pop(stray, None)
+                self._unseen.discard(stray)
+        if not left:
+            return None
+        return min(min(left), max(2 * self._fastest_round_trip(), ARRIVAL_POLL_SECS))
 
     async def _read(self) -> Item:
         response = await self.store.send_once(

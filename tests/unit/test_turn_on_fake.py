@@ -278,3 +278,54 @@ async def test_a_cancelled_enqueue_becomes_a_stray_the_writer_takes_out_on_leavi
     await turn.leave(("head:1:500",))  # an old view without it: it reads, finds, removes
     assert await queue_of(store) == ("head:1:500",) and not turn.holds
     assert not turn.enabled
+
+
+class LateEnqueues(FakeDynamoDB):
+    """A fake whose enqueues (``list_append``) wait at `gate` on their way and reach the table
+    even when their caller gave up meanwhile, as a request already on the wire does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.on_the_way = asyncio.Event()
+        self.read = asyncio.Event()  # a GetItem answered
+        self.arrivals: list[asyncio.Future[dict[str, Any]]] = []
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        if "list_append" not in params.get("UpdateExpression", ""):
+            answer = await super().send(operation, params)
+            if operation == "get_item":
+                self.read.set()
+            return answer
+
+        async def arrive() -> dict[str, Any]:
+            await self.gate.wait()
+            return await FakeDynamoDB.send(self, operation, params)
+
+        arriving = asyncio.ensure_future(arrive())
+        self.arrivals.append(arriving)
+        self.on_the_way.set()
+        return await asyncio.shield(arriving)
+
+
+async def test_a_writer_leaving_waits_for_its_cancelled_enqueue_that_arrives_late() -> None:
+    fake = LateEnqueues()
+    async with DynamoStore(transport=fake, retry_policy=NO_WAIT) as store:
+        await store.create_table()
+        await write_item(store, "head:1:500")
+        turn = Turn(store, KEY, clock=ManualClock(0.0))
+        state = await read_state(store)
+        turn.lost_race(state)
+        enqueue = asyncio.create_task(turn.ready(state, 1, saw_on(store)))
+        await fake.on_the_way.wait()
+        enqueue.cancel()  # cut off on its way: it has not reached the table yet
+        with pytest.raises(asyncio.CancelledError):
+            await enqueue
+        fake.read.clear()
+        leaving = asyncio.create_task(turn.leave())
+        await fake.read.wait()  # the leave's read misses the entry...
+        fake.gate.set()  # ...which arrives just after
+        await leaving
+        await asyncio.gather(*fake.arrivals)
+        assert await queue_of(store) == ("head:1:500",)  # looked for again, found, removed
+        assert not turn.holds
