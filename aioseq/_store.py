@@ -91,79 +91,44 @@ CLOSES_IN_FLIGHT = 32
 class DynamoStore:
     """One DynamoDB client and one table, shared by every strategy and allocator.
 
-    Make one per application and keep it for the application's life (in FastAPI's lifespan, in
-    aiohttp's ``cleanup_ctx``): it pools connections, so ``next()`` never opens a client.
-
-    Two ways to get one:
-
-    - ``async with DynamoStore.open(endpoint_url=...) as store:`` opens and owns an aioboto3
-      session and client, and closes them on exit (``store = await DynamoStore.open()`` and
-      ``await store.aclose()`` work too).
-    - ``DynamoStore(client, table)`` borrows a client the application already has (from
-      ``aioboto3.Session().client("dynamodb")``) and never closes it.
-
-    Counters are made from it: [`block_allocator()`][aioseq.DynamoStore.block_allocator],
-    [`atomic_counter()`][aioseq.DynamoStore.atomic_counter],
-    [`optimistic_counter()`][aioseq.DynamoStore.optimistic_counter],
-    [`sort_key_counter()`][aioseq.DynamoStore.sort_key_counter],
-    [`transactional_counter()`][aioseq.DynamoStore.transactional_counter].
+    Make one per application and keep it for the application's life: it pools connections, so
+    ``next()`` never opens a client. ``async with DynamoStore.open(...) as store:`` opens and
+    owns an aioboto3 client; ``DynamoStore(client, table)`` borrows one and never closes it.
+    Its factories (``store.block_allocator(key)``, ...) return the one object the store keeps
+    per counter key and options ([Many counters](../many-counters.md)). Before its first write
+    it reads ``DescribeTable`` once (no capacity units) and refuses to write counters where
+    two Regions could hand out one number ([Global tables](../global-tables.md)).
 
     Parameters:
         client: an open aiobotocore DynamoDB client (borrowed: never closed by the store).
         table: the table's name, or its full [`TableSpec`][aioseq.TableSpec].
-        transport: in place of ``client``, the [`Transport`][aioseq.contracts.Transport] to
-            send through and close with the store (such as
-            [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB] in tests); its observer is the
-            store's.
+        transport: in place of ``client``, the [`Transport`][aioseq.contracts.Transport] to send
+            through and close with the store (such as [`FakeDynamoDB`][aioseq.testing.FakeDynamoDB]
+            in tests); its observer is the store's.
         retry_policy: how strategies made from this store retry.
-        observer: an [`Observer`][aioseq.observe.Observer] that every request, retry, refill,
-            wasted number and dropped idle object of this store and its counters is reported
-            to (default: none). With one set, item requests ask for
-            ``ReturnConsumedCapacity=TOTAL``.
-        idle_secs: how long, in seconds, an object the factories share may go unused before
-            the store drops it (default `DEFAULT_IDLE_SECS`, 5 minutes; ``None``: never).
-            The store looks every ``idle_secs``, so an object is dropped between ``idle_secs``
-            and ``2 * idle_secs`` after its last use, with no call needed. A dropped block
-            allocator first gives its unused numbers back (one conditional ``UpdateItem``, as
-            on close); a dropped counter forgets the counter item it last saw. A caller that
-            still holds a dropped object may go on using it; the next factory call makes a
-            fresh one. So a service with a key per tenant holds only the keys in use.
+        observer: an [`Observer`][aioseq.observe.Observer] told of every request, retry,
+            refill, wasted number and dropped idle object (default: none; with one, item
+            requests ask for ``ReturnConsumedCapacity=TOTAL``).
+        idle_secs: how long, in seconds, an object the factories keep may go unused before the
+            store drops it, between ``idle_secs`` and twice that after its last use (default
+            `DEFAULT_IDLE_SECS`, 5 minutes; ``None``: never). A dropped block allocator gives
+            its unused numbers back (one conditional ``UpdateItem``).
         clock: the [`Clock`][aioseq.clock.Clock] the store and everything made on it read
             time from and wait on (default: the running event loop's, `LoopClock`).
-        runway_secs: the runway of every block allocator
-            [`block_allocator()`][aioseq.DynamoStore.block_allocator] makes without one of its
-            own, in seconds (default ``None``, or ``0``: none).
-        regions: Region-scoped numbering for a global table (see
-            [`aioseq.regions`][aioseq.regions]): the Regions that take numbers, in slot order
-            (``["us-east-1", "eu-west-1"]``), or a [`RegionScope`][aioseq.RegionScope]. Each
-            Region moves its own counter items and hands out its own residue class.
-        region_slots: with ``regions``, the count of slots (default: the Regions listed; more
-            leaves room to add Regions without renumbering).
+        runway_secs: the runway, in seconds, of the block allocators the factory makes without
+            one of their own (default ``None``, or ``0``: none).
+        regions: Region-scoped numbering for a global table: the Regions that take numbers, in
+            slot order (``["us-east-1", "eu-west-1"]``), or a [`RegionScope`][aioseq.RegionScope].
+        region_slots: with ``regions``, the count of slots (default: the Regions listed).
         home_region: the one Region whose stores write counters; stores elsewhere read only
             ([`NotHomeRegion`][aioseq.errors.NotHomeRegion] on a write). Not with ``regions``.
         region_name: the store's Region (default: its transport's, which is the client's).
 
     Raises:
         ConfigurationError: neither or both of ``client`` and ``transport``, an observer with
-            a transport, a bad ``idle_secs``, ``runway_secs``, ``regions``, ``region_slots`` or
-            ``home_region``; both ``regions`` and ``home_region``; ``regions`` with no Region
-            known for the store.
+            a transport, a bad argument, both ``regions`` and ``home_region``, or ``regions``
+            with no Region known for the store.
         RegionNotListed: the store's Region is not among ``regions``.
-
-    **Global tables.** Before its first write, the store reads ``DescribeTable`` once (no
-    capacity units) to learn its table's [`Replication`][aioseq.Replication]. On a global table
-    with multi-Region eventual consistency and neither ``regions`` nor ``home_region``, every
-    counter refuses to write ([`UnsafeGlobalTable`][aioseq.errors.UnsafeGlobalTable]); on one
-    with strong consistency, what needs transactions is refused
-    ([`NotSupportedByTable`][aioseq.errors.NotSupportedByTable]). A store that may not describe
-    the table logs it once and writes as on a table of one Region.
-
-    **One object per key.** ``store.block_allocator(key)``, ``store.atomic_counter(key)``,
-    ``store.transactional_counter(key)``, ``store.sort_key_counter(partition)`` and
-    ``store.optimistic_counter(key)`` return the object this store shares for that key and
-    those options, so code that calls them per request (an invoice number per tenant in a
-    request handler) shares one block and one group commit. Constructing a class directly
-    (``BlockAllocator(store, key)``) makes a private object.
     """
 
     def __init__(

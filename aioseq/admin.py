@@ -223,67 +223,41 @@ async def set_counter(
     ``value`` is a counter value: with the default numbering, the last number handed out
     (after ``set_counter(store, "k", 1000)``, the next number is 1001); under a recorded
     [`Numbering`][aioseq.Numbering], the value whose number is ``offset + (value - 1) * stride``.
-    A counter item that records no numbering gets the default one in the same write, so that
-    the value keeps its meaning: a later object of another numbering is refused
-    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]) instead of reusing numbers below it.
+    A counter item that records no numbering gets the default one in the same write. Moving
+    forward is safe (numbers of blocks an allocator already holds, and of calls in flight,
+    still come out, unique). Moving back hands ``value + 1 .. current`` out a second time: it
+    is refused unless ``allow_backward=True``; stop running allocators first. See
+    [Operating counters](../operations.md#set-key-value-allow-backward).
 
-    Moving forward is safe: every number handed out later is above ``value``, except those of
-    blocks a [`BlockAllocator`][aioseq.BlockAllocator] took before (it hands them out to their end;
-    the numbers stay unique) and numbers taken by ``next()`` calls already in flight.
-
-    Moving back is refused ([`CounterWouldMoveBack`][aioseq.errors.CounterWouldMoveBack], nothing
-    written) unless ``allow_backward=True``. It hands the numbers ``value + 1 .. current`` out a
-    second time, so only do it when none of them is in use (a test, a counter reset after its items
-    were deleted); running allocators still hold blocks above ``value`` and will hand those out too,
-    so stop them first.
-
-    DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item):
-
-        SET #value = :value, aioseq_updated_at = :now,
-            aioseq_numbering = if_not_exists(aioseq_numbering, "stride=1 offset=1")
-        IF  attribute_not_exists(#pk)
-            OR (attribute_type(#value, N) AND #value >= 0 [AND #value <= :value]
-                AND (attribute_not_exists(aioseq_numbering)
-                     OR NOT contains(aioseq_numbering, " max_value=")))
-
-    (the bracketed clause unless ``allow_backward``). A counter whose recorded
-    [`Numbering`][aioseq.Numbering] has a ``max_value`` of its own fails the last clause; its
-    ``ALL_OLD`` brings the numbering, ``value`` is checked against the limit, and the request
-    is sent once more with ``aioseq_numbering = :recorded`` in its place (2 requests). With
-    ``ReturnValues=ALL_OLD`` for the previous value and
-    ``ReturnValuesOnConditionCheckFailure=ALL_OLD``: a refusal learns the value, no 2nd read.
-    Transient errors are retried under the store's [`RetryPolicy`][aioseq.RetryPolicy]. Moving
-    forward, the write sets a fixed value and can only raise the counter, so a resend is
-    harmless (after a lost answer, the previous value returned may be ``value`` itself).
-    Moving back (``allow_backward``), a write whose answer was lost is not resent: once applied,
-    writers may take numbers above ``value``, and a resend would hand those out again. It
-    raises instead, with ``maybe_applied``: read the counter
-    ([`describe_counter()`][aioseq.admin.describe_counter]) before trying again. The ring of
-    recent writes of the optimistic and transactional strategies is left as it is (see the
-    module's docstring).
+    DynamoDB calls: one ``UpdateItem`` (1 WCU per KB of the counter item),
+    ``SET #value = :value, aioseq_updated_at = :now`` if the value is a number >= 0 (and,
+    unless ``allow_backward``, ``<= :value``), ``ReturnValues=ALL_OLD``; a counter whose
+    numbering records a ``max_value`` costs a second one, pinned to it. Retried under the
+    store's [`RetryPolicy`][aioseq.RetryPolicy], except a backward write whose answer was lost.
 
     Parameters:
-        store: the store whose table holds the counter item.
-        key: the counter key.
+        store, key: the store whose table holds the counter item, and the counter key.
         value: the new value, an ``int`` from 0 to ``10**38 - 1``.
         allow_backward: also set a value below the current one.
 
     Returns:
-        the counter's previous value (0 if it had no counter item).
+        the counter's previous value (0 if it had no counter item; after a lost answer and a
+        resend, possibly ``value`` itself).
 
     Raises:
         ConfigurationError: a bad key or value (nothing sent).
         CounterWouldMoveBack: ``value`` is below the current value and ``allow_backward`` is
-            false; nothing written, unless ``maybe_applied``: a resend after a lost answer
-            found the counter past ``value``, which the first attempt may have set.
+            false; nothing written, unless ``maybe_applied`` (a resend found the counter past
+            ``value``, which the first attempt may have set).
         NumberOutOfRange: ``value``'s number passes the ``max_value`` the counter's numbering
             records; nothing written.
         CounterValueInvalid: the counter item's value is not a whole number from 0 to
             ``10**38 - 1`` (nothing written); fix it with the tool that wrote it.
-        NumberingMismatch: the key is Region-scoped and the store has no ``regions=`` (a
-            ``home_region=`` store, say); the message names the scope to pass. Nothing written.
+        NumberingMismatch: the counter key is Region-scoped and the store has no ``regions=``
+            (the message names the scope to pass). Nothing written.
         RetriesExhausted, StoreError: as for any request; with ``allow_backward``, a lost
-            answer (``maybe_applied``: the counter may have been set) is not retried.
+            answer (``maybe_applied``: the counter may have been set) is not retried: read it
+            ([`describe_counter()`][aioseq.admin.describe_counter]) before trying again.
     """
     return await _set_counter(store, key, value, allow_backward) or 0
 
@@ -856,32 +830,21 @@ async def set_numbering(
     """Change counter ``key``'s recorded numbering to ``numbering``, and move its value so
     that the next number it hands out is above every number handed out under the old one.
 
-    Two requests: a strongly consistent ``GetItem`` of the counter item, then:
+    Two requests: a strongly consistent ``GetItem`` of the counter item, then one ``UpdateItem``
+    (1 WCU) that sets the numbering and the value, ``:renumbered`` from
+    `aioseq.numbering.renumbered_value()`, ``IF`` the value and numbering it read are still
+    there; both are made again if a writer moved the counter in between, under the store's
+    retry policy. With no counter item yet, it is created at value 0 with ``numbering``.
+    Setting the numbering a counter has changes nothing.
 
-        UpdateItem  SET #numbering = :new, #value = :renumbered, aioseq_updated_at = :now
-                    IF  #value = :value AND #numbering = :old
-                        (attribute_not_exists(#numbering) for an item without one;
-                         attribute_not_exists(#pk) when there is no counter item yet)
-
-    with ``:renumbered`` from `aioseq.numbering.renumbered_value()`. A counter
-    item that records no numbering (written before numberings were recorded) and has handed out
-    numbers is refused unless ``previous`` says which numbering they were handed out under: guessing
-    ``stride=1 offset=1`` for what was an allocator with ``stride=3`` would hand its numbers out
-    again. A writer that moved the counter in between fails the condition and the two requests are
-    made again, under the store's retry policy. With no counter item yet, it is created at value 0
-    with ``numbering``, so the numbering is fixed before the first number is taken. Setting the
-    numbering a counter has changes nothing.
-
-    What it risks: objects already running under the old numbering. Their next write to the
-    counter item is refused ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]), but a
-    [`BlockAllocator`][aioseq.BlockAllocator] keeps handing out the numbers of the blocks it holds
-    from memory, and those may equal numbers of the new numbering. Stop (``aclose``) the writers of
-    the old numbering first, change it, then start the new ones; an allocator's give-back is refused
-    once the numbering has changed, so its tail stays unused.
+    Risk: writers of the old numbering. Their next write is refused
+    ([`NumberingMismatch`][aioseq.errors.NumberingMismatch]), but a
+    [`BlockAllocator`][aioseq.BlockAllocator] hands out the blocks it holds, whose numbers may
+    be numbers of the new one: close them first. See [Changing a
+    numbering](../numbering.md#changing-a-numbering).
 
     Parameters:
-        store: the store whose table holds the counter.
-        key: the counter key.
+        store, key: the store whose table holds the counter item, and the counter key.
         numbering: the new numbering.
         previous: for a counter item that records no numbering, the one its numbers were
             handed out under (ignored when one is recorded).

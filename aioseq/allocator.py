@@ -57,86 +57,42 @@ class AllocatorStatistics:
 
 
 class BlockAllocator:
-    """Numbers for one counter key, served from blocks reserved ahead of need.
+    """Numbers for one counter key, served from memory out of blocks reserved ahead of need.
 
-    The hi/lo (or "segment") pattern of Hibernate's pooled optimizer and Meituan Leaf: one
-    ``UpdateItem ADD b`` on the counter item (an [`AtomicCounter`][aioseq.AtomicCounter]) reserves
-    the block of ``b`` numbers below the new value, and ``next()`` hands them out from memory:
-
-    - **Coalescing.** Calls that find no number ready wait together: one refill in flight per
-      allocator, sized to serve them all and still hold ``prefetch_at * block_size``, and at
-      least a block (a burst of 10,000 ``next()`` calls costs one or two requests), through
-      the same single-flight mechanism as group commit.
-    - **Order.** Callers are served in arrival order and the numbers one allocator hands out
-      only increase.
-    - **Prefetch.** When fewer than ``prefetch_at * block_size`` numbers are left, the next
-      block is reserved in the background, so in steady state ``next()`` does not wait on the
-      network (Leaf's double buffer). The refill and the prefetch are the same single flight:
-      at most one ``ADD`` in flight per allocator.
-    - **Demand-sized blocks.** At each refill the block size becomes the numbers handed out
-      per second since the last refill that succeeded (from its start) times
-      ``target_refill_interval_secs``, at most doubled or halved per refill and kept within
-      ``[min_block_size, max_block_size]``. Leaf doubles or halves its step by how fast segments
-      go; this moves to the measured need directly, with the same damping.
-    - **Runway.** With ``runway_secs``, the allocator keeps at least ``runway_secs`` worth of
-      numbers at its measured rate reserved ahead (in blocks of at most ``max_block_size``,
-      refilled in the background), so that it keeps serving while DynamoDB is unreachable;
-      a refill that fails is tried again by the next call past the low-water mark, off the
-      callers' path. The price: a crash wastes up to the runway (``aclose()`` gives it back).
-    - **Give-back.** ``aclose()`` returns the unused tail of the last block with a conditional
-      update (``SET #value = :tail_start - 1 IF #value = :our_top``) that succeeds only if
-      nobody reserved after us; otherwise the numbers stay unused and are counted as wasted.
-      Sent at most once past a lost answer (another allocator's block could bring the counter
-      back to ``:our_top`` for a resend to apply twice): its tail then counts as wasted too.
-    - **Strides.** Numbers are ``offset + (k - 1) * stride`` for the counter's values
-      ``k = 1, 2, ...``: give each independent writer (a region of a global table, with its
-      own counter key) its own ``offset`` in ``1..stride`` and their numbers never collide,
-      as with Flickr's ticket servers. A single counter item shared by the regions of a global
-      table is unsafe: replication resolves concurrent ``ADD``s by last writer wins and
-      conditions are checked per region, so two regions can hand out the same block.
-    - **A recorded numbering.** The counter item records the allocator's
-      [`numbering`][aioseq.BlockAllocator.numbering] (``stride``, ``offset`` and ``max_value``) with
-      its first ``ADD``, and every ``ADD`` requires it, in the same request: an allocator (or a
-      counter of another strategy) made with another numbering on the same key raises
-      [`NumberingMismatch`][aioseq.errors.NumberingMismatch] at its first refill, and takes nothing.
-      See [`aioseq.numbering`][aioseq.numbering]; change a numbering with
-      ``aioseq.admin.set_numbering(store, ...)``.
+    One ``UpdateItem ADD b`` on the counter item (an [`AtomicCounter`][aioseq.AtomicCounter])
+    reserves a block of ``b`` values; ``next()`` hands them out in arrival order, without a
+    request. Callers that find the block empty wait together for one refill (one ``ADD`` in
+    flight per allocator); below ``prefetch_at`` of a block (or the runway) the next block is
+    reserved in the background; block sizes follow demand; ``aclose()`` gives the unused tail
+    back if nobody reserved after it. The counter item records the allocator's
+    [numbering][aioseq.numbering]. See [The block allocator](../allocator.md).
 
     Guarantees:
         - unique: always, across processes (the blocks come from ``ADD``).
         - gapless: no. A restart loses what was reserved and not handed out unless ``aclose()``
           gave it back; ``next_many`` may skip numbers to stay contiguous; a caller cancelled
-          in the instant after its refill served it and before it resumed loses its numbers
-          (counted as wasted, ``"cancelled"``: handing them to a later caller would break the
-          order). A caller cancelled while it still waits takes nothing.
+          after its refill served it and before it resumed loses its numbers (counted as
+          wasted, ``"cancelled"``). A caller cancelled while it waits takes nothing.
         - ordered: increasing within one allocator; across processes only block by block.
-        - crash: costs the unused part of the reserved blocks (at most two blocks).
+        - crash: costs the unused part of the reserved blocks (two at most, or the runway).
 
     Cost: one ``UpdateItem`` (1 WCU) per block; ``next()`` from a block costs no request.
 
     Parameters:
-        store: the store.
-        key: the counter key.
-        block_size: the first block's size (>= 1).
-        min_block_size, max_block_size: bounds of demand-sized blocks.
-        target_refill_interval_secs: the wanted time between refills, in seconds; ``None``
-            keeps ``block_size`` fixed.
+        store, key: the store and the counter key.
+        block_size, min_block_size, max_block_size: the first block's size and the bounds of
+            demand-sized blocks (>= 1).
+        target_refill_interval_secs: the wanted time between refills, in seconds (on the
+            store's [clock][aioseq.clock]); ``None`` keeps ``block_size`` fixed.
         prefetch_at: reserve the next block when fewer than this fraction of a block is left
             (0 <= prefetch_at < 1; 0 disables prefetch).
-        runway_secs: keep at least this many seconds of numbers, at the rate measured since the
-            last refill that succeeded, reserved ahead (``None``, the default, or ``0``: the
-            prefetch alone).
-        stride, offset: numbers are ``offset + (k - 1) * stride`` (``stride >= 1``,
-            ``0 <= offset <= max_value``). On a store with ``regions=``, the Region's share:
-            the attributes ``stride`` and ``offset`` become ``stride * slots`` and
-            ``offset + slot * stride`` ([`RegionScope.share()`][aioseq.RegionScope.share]).
-        max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
-            [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] for JavaScript readers). The
-            ``ADD``'s condition keeps the counter item at or below the counter value of the last
-            number that fits, so a block that would pass it is never reserved (the numbers between
-            the last block and ``max_value`` may stay unused).
-
-    The refill rate is measured on the store's clock ([`aioseq.clock`][aioseq.clock]).
+        runway_secs: keep at least this many seconds of numbers, at the measured rate,
+            reserved ahead (``None``, the default, or ``0``: the prefetch alone).
+        stride, offset: numbers are ``offset + (k - 1) * stride`` for the counter's values
+            ``k = 1, 2, ...`` (``stride >= 1``, ``0 <= offset <= max_value``). Under
+            ``regions=``, they become ``stride * slots`` and ``offset + slot * stride``.
+        max_value: the highest number handed out (1 .. ``10**38 - 1``, the default); a block
+            that would pass it is never reserved (numbers above the last block may stay unused).
 
     Raises:
         ConfigurationError: a bad argument.
@@ -570,9 +526,9 @@ class BlockAllocator:
 
     async def aclose(self, *, give_back: bool = True) -> None:
         """Stop handing out numbers: wait for a refill in flight, fail callers still waiting
-        with [`StoreClosed`][aioseq.errors.StoreClosed], then (``give_back``) return the unused tail
-        of the last block if nobody reserved after it. Idempotent. What is not returned is
-        counted as wasted.
+        with [`StoreClosed`][aioseq.errors.StoreClosed], then (``give_back``) give back the unused
+        tail of the last block if nobody reserved after it. Idempotent. What is not given back
+        is counted as wasted.
 
         DynamoDB calls: at most one conditional ``UpdateItem`` (1 WCU).
         """
@@ -624,8 +580,8 @@ class BlockAllocator:
         """The store drops this idle allocator: give the unused tail back (the conditional
         write of [`aclose()`][aioseq.BlockAllocator.aclose]) and let go of every block, staying
         usable: a caller that still holds it refills, which hands it back to the store. Returns
-        the numbers returned and wasted. The blocks are let go of before the write is awaited, so a
-        ``next()`` meanwhile refills instead of taking a number that is being given back."""
+        the numbers given back and wasted. The blocks are let go of before the write is awaited,
+        so a ``next()`` meanwhile refills instead of taking a number that is being given back."""
         if self._closed or self.busy():
             return NumbersHeld()
         tail = self._tail()

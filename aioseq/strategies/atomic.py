@@ -37,48 +37,22 @@ log = logging.getLogger("aioseq")
 
 
 class AtomicCounter(Strategy):
-    """Numbers from one ``UpdateItem`` that adds to a counter item.
+    """Numbers from one ``UpdateItem ADD`` on a counter item: unique, increasing, not gapless.
 
-    The counter item ``{pk: key, sk: 0, value: N, aioseq_numbering: S, aioseq_counter: S}`` is
-    created by the first ``ADD``. Each call sends:
-
-        UpdateItem  UpdateExpression    ADD #value :n
-                                        SET #numbering = if_not_exists(#numbering, :numbering),
-                                            #kind = if_not_exists(#kind, :kind)
-                    ConditionExpression (attribute_not_exists(#numbering)
-                                         OR #numbering = :numbering)
-                                        AND (attribute_not_exists(#pk)
-                                             OR (attribute_type(#value, :N)
-                                                 AND #value BETWEEN :zero AND :limit))
-                    ReturnValues        ALL_OLD
-
-    (``:limit`` is ``max_value - n``) and the value before it, ``u``, makes the numbers
-    ``u + 1 .. u + n`` (the item before the ``ADD`` also says whether this ``ADD`` recorded
-    the numbering and ``aioseq_counter``, which a put-back then removes again; ``UPDATED_OLD``
-    cannot tell, as it leaves out an ``if_not_exists`` that kept its value). ``:kind`` says
-    what the counter is (a [`CounterKind`][aioseq.layout.CounterKind]: ``"atomic"``, or
-    ``"allocator"`` under a block allocator), on a counter item that says nothing yet, for
-    ``aioseq audit``. The condition only guards against a
-    counter item without a value, with a non-number or a negative one, or one that would pass
-    ``max_value``, or one that recorded another numbering than this object's (see
-    [`aioseq.numbering`][aioseq.numbering]: the first ``ADD`` records it, in the same request); it
-    never fails between well-behaved writers of one numbering. DynamoDB applies writes to one item
-    one at a time, so the numbers are unique (AWS Database Blog, "Implement auto-increment with
-    Amazon DynamoDB").
-
-    A fraction (``N "1.5"``) is the one bad value no condition expression can see (they
-    compare and test types, they cannot test whether a number is whole): the ``ADD`` is
-    applied, aioseq sees the fraction it returns, puts the old value back with a conditional
-    ``SET #value = :before IF #value = :after`` (and ``REMOVE`` of the numbering and the kind
-    if the ``ADD`` recorded them) (one more write, skipped if another writer got
-    there first) and raises [`CounterValueInvalid`][aioseq.errors.CounterValueInvalid]. No number is
-    handed out from a fraction.
+    Each call sends ``ADD #value :n`` (``ReturnValues=ALL_OLD``); the value before it, ``u``,
+    makes the numbers ``u + 1 .. u + n``. The first ``ADD`` creates the counter item
+    ``{pk: key, sk: 0, value: N, aioseq_numbering: S, aioseq_counter: S}`` and records the
+    [numbering][aioseq.numbering] in the same request. The condition refuses only a counter item
+    whose value is missing, not a number, negative or past ``max_value``, or that records
+    another numbering; a fraction (which no condition can see) is restored with one more
+    conditional write and raises [`CounterValueInvalid`][aioseq.errors.CounterValueInvalid].
+    See [What each strategy sends](../strategies.md#atomic-counter).
 
     Guarantees:
-        - unique: always, across processes and hosts (single-region tables; see docs/guarantees.md
-          on global tables).
+        - unique: always, across processes and hosts (single-Region tables; see
+          [Guarantees](../guarantees.md) on global tables).
         - gapless: no. A number handed to a caller that then fails or crashes is never reused;
-          a request whose response is lost (timeout, reset) and is retried may have been
+          a request whose answer is lost (timeout, reset) and is retried may have been
           applied, which skips its numbers.
         - ordered: each call's numbers are greater than those of every call that completed
           before it started, in any process (the counter only grows).
@@ -88,7 +62,7 @@ class AtomicCounter(Strategy):
     numbers it takes; no reads. One counter item takes ~1,000 writes/s at most.
 
     Parameters:
-        store, key: see `Strategy`.
+        store, key: see `Strategy` (``key``: the counter key).
         max_value: the highest number handed out (1 .. ``10**38 - 1``, the default; e.g.
             [`MAX_SAFE_INTEGER`][aioseq.config.MAX_SAFE_INTEGER] for JavaScript readers). The
             ``ADD``'s condition keeps the counter at or below it.
@@ -100,9 +74,6 @@ class AtomicCounter(Strategy):
 
     Raises:
         ConfigurationError: a bad key or ``max_value``.
-
-    The numbering recorded is ``stride=1 offset=1`` with ``max_value`` (when not the default);
-    a [`BlockAllocator`][aioseq.BlockAllocator] records its own through the counter it owns.
     """
 
     def __init__(
@@ -175,7 +146,7 @@ class AtomicCounter(Strategy):
         Raises:
             ConfigurationError: ``n`` is not a positive ``int`` (nothing is written).
             CounterValueInvalid: the counter item has no value, or a non-number or a negative
-                one (nothing is written), or a fraction (written, then put back: see above), or
+                one (nothing is written), or a fraction (written, then restored: see the class), or
                 an unreadable numbering (nothing is written).
             NumberingMismatch: the counter item recorded another numbering than this object's
                 (nothing is written).
@@ -245,7 +216,7 @@ class AtomicCounter(Strategy):
         """``UpdateItem SET #value = :value IF #value = :expected AND #numbering = :numbering``
         on the counter item (1 WCU; ``REMOVE`` of the attributes ``forget`` too). True if
         it was applied; False if the counter had moved or been renumbered (numbers of the old
-        numbering are not put back under the new one), or if its fate is unknown.
+        numbering are not given back under the new one), or if its fate is unknown.
 
         Sent at most once past an error that may hide its success (a lost answer, a 5xx):
         this condition can become true again once the write was applied, as an ``ADD`` of

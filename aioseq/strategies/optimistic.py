@@ -30,50 +30,23 @@ Take = Waiter[int, range]
 
 
 class OptimisticCounter(ConditionalCounterStrategy):
-    """Numbers from a read of the counter item and a write that succeeds only if nobody wrote in
-    between ("Read the number 1, try to write 2, fail if the source value is not still 1":
-    the DynamoCounter write-up, and the ``NextId`` table of the StackOverflow answer it cites).
+    """Numbers from a read of the counter item and a conditional write of ``current + n``:
+    handed out without holes, a lost race costs one more write.
 
-    The first call reads the counter item (``GetItem``, strongly consistent); every call then
-    sends, with ``c`` the value and ``w`` the write count last seen:
-
-        write="update":  UpdateItem SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token,
-                                        #kind = if_not_exists(#kind, "optimistic")
-                                    IF #value = :current AND #writes = :w
-        write="put":     PutItem    {pk, sk, value: next, aioseq_writes, aioseq_tokens,
-                                     aioseq_counter}
-                                    IF #value = :current AND #writes = :w
-
-    (``IF attribute_not_exists(#pk)`` while the counter item does not exist yet, so its
-    creation is race-free too). A lost race fails the condition; the request asks for
-    ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so the failure carries the winner's value
-    and the next attempt needs no second read; after a success the object remembers the value
-    it wrote. So ``c`` is a guess that the condition checks, and a wrong guess costs one failed
-    write, never a wrong number. Lost races are retried with jittered backoff, up to the
-    store's [`RetryPolicy`][aioseq.RetryPolicy].
-
-    **Lost answers.** Each write carries a fresh idempotency token and records it in the
-    counter item's ring of its last 32 writes (``aioseq_tokens``; see
-    `aioseq.strategies._recent_writes`). A write whose answer was lost (a timeout, a reset,
-    a 5xx) is resent as it is; if the resend fails its condition, the counter item it returns
-    says whether the first attempt was applied: then its numbers are handed out, not skipped.
-    It cannot be told when 32 or more writes followed it before the resend: its numbers are
-    then counted as ``unresolved`` (statistics, a warning, the observer's ``on_waste``), so
-    the worst case is a hole, never a duplicate. When no resend gets through at all (every
-    caller of the write was cancelled, or the retry policy ran out first), the counter item
-    as the next write finds it tells, and the numbers are counted only if the write was, or
-    may have been, applied (at the object's close if no write came).
-
-    The ``put`` form replaces the whole counter item (other attributes on it are dropped), as in
-    the seed articles; ``update`` touches only the value, the write count and the ring.
+    The first call reads the counter item (``GetItem``, strongly consistent); each call then
+    sends one write (``UpdateItem`` or ``PutItem``, by ``write``) that sets the value and
+    records a fresh token in the counter item's ring of its last 32 writes, ``IF #value =
+    :current AND #writes = :w``. A lost race fails the condition and brings the winner's value
+    back (``ALL_OLD``), so the retry needs no second read; a write whose answer was lost is
+    resent as it is and the ring tells whether it was applied. See [What each strategy
+    sends](../strategies.md#optimistic-locking) and [Guarantees](../guarantees.md).
 
     Guarantees:
         - unique: always (a number is handed out only when its conditional write succeeded).
-        - gapless: among numbers handed out, yes, unless a lost answer stays unresolved
-          (as above: a hole, never a duplicate); a caller that crashes, or is cancelled, after
-          its write and before using the number leaves a hole in whatever it meant to store.
-          A write that was applied but whose answer was lost (timeout, reset, 5xx) hands its
-          numbers out when resent (see above), unless 32 writes followed it first.
+        - gapless: among numbers handed out, yes, unless a lost answer stays unresolved (32 or
+          more writes followed it before the resend: its numbers are counted as
+          ``unresolved``, a hole, never a duplicate); a caller that crashes, or is cancelled,
+          after its write and before using the number leaves a hole in what it meant to store.
         - ordered: like the atomic counter, across processes.
         - crash: costs at most the numbers of calls in flight; a crash before the write costs
           nothing.
@@ -81,19 +54,19 @@ class OptimisticCounter(ConditionalCounterStrategy):
     Cost: 1 conditional write (1 WCU: the counter item with its ring stays under 1 KB) per
     call without contention, plus 1 ``GetItem`` (1 RCU) on the first call; each lost race adds
     one write. Grouped (the default), one write serves every caller waiting. Across processes
-    only one writer per round trip wins, so throughput falls as concurrent writers on one key
-    grow: prefer the atomic counter for raw numbers.
+    one writer per round trip wins, so throughput falls as concurrent writers on one counter
+    key grow: prefer the atomic counter for raw numbers.
 
     Parameters:
-        store, key, max_in_flight: see `GroupCommitStrategy`.
-        write: ``"update"`` (``UpdateItem``) or ``"put"`` (``PutItem``).
-        max_value: the highest number handed out (see
-            `Strategy`).
+        store, key, max_in_flight: see `GroupCommitStrategy` (``key``: the counter key).
+        write: ``"update"`` (``UpdateItem``: touches only the value, the write count and the
+            ring) or ``"put"`` (``PutItem``: replaces the whole counter item, dropping other
+            attributes on it).
+        max_value: the highest number handed out (see `Strategy`).
         group: group commit of concurrent calls, a [`GroupCommit`][aioseq.GroupCommit]
             (``True``, the default, is ``GroupCommit()``; ``False``: one write per call): the
-            k numbers the waiting callers want come from one read-free conditional write of
-            ``current + k``, handed out in arrival order. The guarantees stay the same; one
-            round trip serves every caller waiting, and a lone caller is not delayed.
+            waiting callers' numbers come from one conditional write of ``current + k``, in
+            arrival order, with the same guarantees. See [Group commit](../group-commit.md).
 
     Raises:
         ConfigurationError: bad ``key`` or ``write``.

@@ -52,70 +52,40 @@ Put = Waiter[KeyedPut, int]
 class SortKeyCounter(GroupCommitStrategy):
     """Numbers that are the sort keys of the items they number, in one item collection.
 
-    The highest sort key in the collection is the last number used (AWS Database Blog,
-    "Implement auto-increment with Amazon DynamoDB", second approach):
-
-        Query    KeyConditionExpression  #pk = :partition
-                 ScanIndexForward=False, Limit=1, ConsistentRead (optional)
-        PutItem  {pk: partition, sk: max + 1, **attributes}
-                 ConditionExpression     attribute_not_exists(#pk)
-
-    When the put loses a race (the sort key was just taken), ``on_conflict="requery"`` (the
-    default) queries again, ``"increment"`` tries the next sort key without reading; both are
-    retried with jittered backoff up to the store's [`RetryPolicy`][aioseq.RetryPolicy].
-    ``increment`` saves a query per lost race but falls behind when other writers keep
-    adding items (each attempt moves it up by one only): use it where races are rare.
-
-    Sort keys are numbers (table ``sort_key_type="N"``), or zero-padded strings of ``zero_pad``
-    digits on a table with ``sort_key_type="S"`` (string sort keys compare character by
-    character, so ``"10" < "9"`` unless padded: AWS's Chinese edition of the post above).
-
-    **Exactly once.** Every put carries an idempotency token, stored in its item as
-    ``aioseq_token`` (S; [`TOKEN_ATTRIBUTE`][aioseq.config.TOKEN_ATTRIBUTE], so ``attributes`` may
-    not use that name), and every conditional put asks for ``ReturnValuesOnConditionCheckFailure=
-    ALL_OLD``. A write whose answer was lost (a timeout, a reset, a 5xx) is resent as it is (same
-    numbers, items and tokens; a group's transaction also with the same ``ClientRequestToken``). If
-    the resend fails its condition, the item that holds the number comes back with the failure: if
-    it carries this put's token, the earlier attempt was applied and its number is returned;
-    otherwise another writer took the number and the put moves on. An item is never stored under two
-    numbers.
+    The highest sort key in the collection is the last number used: a ``Query`` finds it and a
+    ``PutItem`` conditional on ``attribute_not_exists(#pk)`` stores the item under the next one.
+    Each put stores an idempotency token in its item (``aioseq_token``,
+    [`TOKEN_ATTRIBUTE`][aioseq.config.TOKEN_ATTRIBUTE]): after a lost answer, it tells a resend
+    whether the item in its way is its own ([how](../strategies.md#sort-key-maximum)).
 
     Guarantees:
-        - unique: always (the put is conditional on the key being free).
-        - exactly once: each ``put`` that returns stored its item once, under the number it
-          returned; one that raises ``RetriesExhausted`` after a lost answer may have stored
-          it (look for its ``aioseq_token``).
+        - unique: always (the put is conditional on the item key being free).
+        - exactly once: a ``put`` that returns stored its item once, under its number; one
+          that raises ``RetriesExhausted`` after a lost answer may have (find its token).
         - gapless: yes, while items are never deleted from the collection (deleting the highest
           item makes its number be used again).
         - ordered: numbers follow the order in which the puts succeed, across processes.
         - crash: costs nothing; a number exists only as a stored item.
 
-    Cost: 1 ``Query`` (0.5 RCU eventually consistent, 1 RCU strongly) + 1 ``PutItem`` (1 WCU per
-    KB of item) per number without contention; each lost race adds a put (and, with
-    ``requery``, a query). Grouped (the default), k waiting puts take one query and one
-    transaction of k puts (2 WCU per KB of each item). Ungrouped, throughput falls as
-    concurrent writers to one collection grow.
+    Cost: 1 ``Query`` (0.5 RCU; 1 RCU strongly consistent) + 1 ``PutItem`` (1 WCU per KB) per
+    number; a lost race adds a put (and with ``requery`` a query). Grouped (the default), k
+    waiting puts take one query and one ``TransactWriteItems`` of k puts (2 WCU per KB each).
 
     Parameters:
         store: the store; its table needs a sort key.
         partition: the partition key value of the item collection (e.g. a project id).
-        on_conflict: ``"requery"`` or ``"increment"``.
+        on_conflict: after a lost race, ``"requery"`` or ``"increment"`` (try the next sort
+            key without a query: for where races are rare).
         consistent_read: query with a strongly consistent read (fewer lost races, 2x the RCU).
         zero_pad: digits of zero-padded string sort keys (1..38), on an ``"S"`` sort key table.
-        max_value: the highest number used (see `GroupCommitStrategy`).
-        max_in_flight: see `GroupCommitStrategy`.
-        group: group commit of concurrent puts, a [`GroupCommit`][aioseq.GroupCommit]
-            (``True``, the default, is ``GroupCommit()``; ``False``: one put per call): the
-            waiting items (up to ``max_size`` <= 100 and ~4 MB) are numbered after one
-            query and written by one ``TransactWriteItems`` of conditional puts, all or
-            nothing, so the collection stays gapless (a group that loses a race always queries
-            again). A lone caller is not delayed.
-        idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
-            seconds (default 86,400: 24 hours; at most 10 years).
-        idempotency_memory_bytes: the most memory this object spends remembering the
-            idempotency keys it stored or found, to answer a replay with no request, in bytes
-            (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
-            whatever it is). See docs/web-services.md.
+        max_value, max_in_flight: see `GroupCommitStrategy`.
+        group: group commit of concurrent puts, a [`GroupCommit`][aioseq.GroupCommit] (``True``,
+            the default, is ``GroupCommit()``: up to 100 items and ~4 MB per transaction;
+            ``False``: one put per call). See [Group commit](../group-commit.md).
+        idempotency_ttl_secs, idempotency_memory_bytes: how long an idempotency key answers
+            replays, in seconds (default 86,400: 24 hours; at most 10 years); the most memory
+            spent remembering keys, in bytes (default 1 MiB, about 2,100 UUID keys; 0: none; at
+            most 10,000 keys). See [Idempotent requests](../web-services.md#idempotent-requests).
 
     Raises:
         ConfigurationError: the table has no sort key, ``zero_pad`` does not match the table's

@@ -59,108 +59,44 @@ _ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 class TransactionalCounter(ConditionalCounterStrategy):
     """Gapless numbers: the counter update and the numbered item commit together or not at all.
 
-    Bite-Sized Serverless, "Reliable Auto-Incrementing Integers in DynamoDB": read the counter
-    item (on the first call; later calls start from the value they last saw, which the
-    condition checks), then one ``TransactWriteItems`` with:
-
-        Update  counter item   SET #value = :next, #writes = :w + 1, #tokens[w % 32] = :token,
-                                   #kind = :kind
-                               IF #value = :current AND #writes = :w
-                               (IF attribute_not_exists(#pk) for a new counter)
-        Put     the item       IF attribute_not_exists(#pk)
-
-    ``:kind`` records what the counter is and where its items are (``aioseq_counter``, a
-    [`CounterKind`][aioseq.layout.CounterKind], for ``aioseq audit``): with ``layout=``, sharded
-    as it says; otherwise ``beside`` when every item of the transaction is in the counter
-    item's partition with its number as the sort key, else ``elsewhere``.
-
-    The transaction's ``CancellationReasons`` say what failed:
-
-    - the item's condition: the item exists, [`ItemAlreadyExists`][aioseq.errors.ItemAlreadyExists]
-      is raised at once and the counter is unchanged (its subclass
-      [`CounterBehindItems`][aioseq.errors.CounterBehindItems] when the item's key is made from
-      its number: the counter stands below its items, the service's fault);
-    - the counter's condition: another writer won; its value comes back in the reason
-      (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) and the transaction is tried again with
-      it, no second read;
-    - ``TransactionConflict``, throttling, 5xx, a lost connection: the same transaction is
-      sent again after a jittered backoff, with the same ``ClientRequestToken``. A new counter
-      value gets a new token.
-
-    All retries are bounded by the store's [`RetryPolicy`][aioseq.RetryPolicy].
-
-    **Lost answers** are resolved twice over. DynamoDB answers a resent transaction whose
-    ``ClientRequestToken`` it has seen in the last 10 minutes with the first attempt's success,
-    applying nothing again ("TransactWriteItems", idempotency). Past those 10 minutes (aioseq's
-    own resends stop after ``RetryPolicy.max_delay_secs``, 60 s by default, so only a policy
-    set above 600 s gets there), or on a server that ignores the token (moto), the resend is
-    canceled on the counter's condition, and the counter item it returns (``ALL_OLD``) holds
-    the token in its ring of the last 32 writes (see `aioseq.strategies._recent_writes`):
-    the transaction is then known to be applied and its numbers are handed out. The same token
-    serves as ``ClientRequestToken`` and in the ring. A resend canceled for transient reasons
-    only (a conflict, throttling) is sent again unchanged. If 32 or more transactions followed
-    it before the resend, or the counter item does not come back (possible only past the
-    token's 10 minutes, or on such a server), the outcome cannot be told: the put is tried
-    again under a new number and the old numbers are counted as ``unresolved``. If its item
-    is then found in the way, exactly as the earlier transaction made it for its number
-    (``ALL_OLD``), that transaction was applied: its puts get its numbers, no longer counted.
-    Otherwise an item keyed by its number may be stored twice, and an item made the same for
-    any number raises ``ItemAlreadyExists`` with ``maybe_applied``. When the retry policy runs
-    out before any resend gets through (the put raises ``RetriesExhausted`` with
-    ``maybe_applied``), the next transaction tells: the numbers are counted only if it was,
-    or may have been, applied.
-
-    **Group commit** (on by default; ``group=False`` turns it off): concurrent ``put`` calls on
-    this object are gathered into one transaction, ``SET #value = :current + k`` plus k
-    conditional puts numbered ``current + 1 .. current + k`` in arrival order (at most
-    ``GroupCommit.max_size`` <= 99 items and ~4 MB, with at most one transaction in flight). A
-    lone caller does not wait for company (unless ``GroupCommit.window_secs`` asks it to);
-    callers who arrive while a group commits form the next group. An item that exists or is
-    invalid fails alone, from ``CancellationReasons``, and the rest of its group is committed
-    next without it, still gapless. A caller cancelled before its group commits drops out
-    without a gap; one cancelled during the commit has its item stored with its number. This
-    keeps every guarantee below and turns k round trips into one: throughput grows with
-    concurrency instead of collapsing.
+    One ``TransactWriteItems``: an ``Update`` of the counter item to ``current + 1``, conditional
+    on the value and write count last seen (read on the first call), and a ``Put`` of the item
+    if ``attribute_not_exists``. A lost race brings the winner's value back (``ALL_OLD``). A
+    resend after a lost answer keeps its ``ClientRequestToken``, also written in the counter
+    item's ring of its last 32 writes: either tells that it was applied. Concurrent puts go in
+    one transaction ([group commit](../group-commit.md)); see [What each strategy
+    sends](../strategies.md#transactional).
 
     Guarantees:
         - unique: always.
         - gapless: yes: a number exists exactly when its item was stored.
+        - exactly once: a lost answer is resolved by its token, not by a blind retry
+          ([Guarantees](../guarantees.md) says when it cannot be).
         - ordered: numbers follow commit order, across processes.
         - crash: costs nothing; an unfinished transaction writes nothing.
 
-    Cost per item without contention: a transaction of 2 writes, which DynamoDB bills twice
-    (2 WCU each per KB: 4 WCU), plus 1 ``GetItem`` (1 RCU) on the first call; a group of k
-    items is one transaction of k + 1 writes (2k + 2 WCU). Every lost race adds a transaction.
-    Ungrouped, throughput falls as concurrent writers on one counter grow (one winner per
-    round trip); grouped, it grows with them.
+    Cost per item, no contention: a transaction of 2 writes, billed twice (4 WCU under 1 KB), +
+    1 ``GetItem`` (1 RCU) on the first call; k items grouped: one transaction of k + 1 writes
+    (2k + 2 WCU). Every lost race adds a transaction.
 
     Parameters:
-        store: the store; the counter item lives in its table.
-        key: the counter key.
+        store, key: the store (the counter item lives in its table) and the counter key.
         item_table: the table the items go to (default: the store's table).
-        item_partition_key: the partition key attribute of ``item_table`` (default: the store
+        item_partition_key: ``item_table``'s partition key attribute (default: the store
             table's), used in the item's ``attribute_not_exists`` condition.
         number_attribute: the attribute that receives the number when ``put`` is given a
             mapping (default ``"number"``).
-        max_value: the highest number handed out (see
-            `Strategy`).
-        max_in_flight: see `GroupCommitStrategy`.
-        group: group commit of concurrent puts (see above), a
-            [`GroupCommit`][aioseq.GroupCommit] (``True``, the default, is ``GroupCommit()``:
-            up to 99 items per transaction; ``False``: one transaction per put).
-        idempotency_ttl_secs: how long a ``put``'s ``idempotency_key`` answers replays, in
-            seconds (default 86,400: 24 hours; at most 10 years).
-        idempotency_memory_bytes: the most memory this object spends remembering the
-            idempotency keys it stored or found, to answer a replay with no request, in bytes
-            (default 1 MiB: about 2,100 UUID keys; 0 remembers none; at most 10,000 keys
-            whatever it is). See docs/web-services.md.
+        max_value, max_in_flight: see `GroupCommitStrategy`.
+        group: a [`GroupCommit`][aioseq.GroupCommit] (``True``, the default: up to 99 items and
+            ~4 MB per transaction; ``False``: one transaction per put).
+        idempotency_ttl_secs, idempotency_memory_bytes: as for
+            [`SortKeyCounter`][aioseq.SortKeyCounter].
         layout: the [`ShardedItems`][aioseq.layout.ShardedItems] the items are spread by, if
-            they are: recorded on the counter item, so that ``aioseq audit`` finds them; a put
-            whose item is not keyed ``layout.key(n)`` is refused.
+            they are: recorded on the counter item for ``aioseq audit``; a put whose item key
+            is not ``layout.key(n)`` is refused.
 
     Raises:
-        ConfigurationError: bad key, names, group options, ``idempotency_ttl_secs``,
-            ``idempotency_memory_bytes`` or ``layout`` (its key names not the item table's).
+        ConfigurationError: bad key, names, ``group``, idempotency options or ``layout``.
     """
 
     _transactions = True  # every put is one TransactWriteItems
@@ -357,14 +293,11 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 (e.g. ``lambda n: {"pk": "invoice", "sk": n}``); it may be called more than
                 once, with different numbers, when races are lost.
             idempotency_key: the request's idempotency key (1 to 255 characters, such as an
-                ``Idempotency-Key`` header's UUID). The first call with it stores the item and,
-                in the same transaction, a record of the key (2 WCU more); any later call with
-                it, from any process, within ``idempotency_ttl_secs``, returns that call's
-                number and writes nothing; concurrent calls with it on this object share one
-                transaction. After the record expires the key is new again. A put with a
-                key runs to its end in a task of its own: a caller cancelled or timed out
-                leaves it to be stored, and a later call with the key finds it. See
-                docs/web-services.md.
+                ``Idempotency-Key`` header's UUID). The first call with it stores the item and
+                a record of the key in the same transaction (2 WCU more); a later call with it,
+                from any process, within ``idempotency_ttl_secs``, returns that number and
+                writes nothing. The put runs to its end even if its caller is cancelled. See
+                [Idempotent requests](../web-services.md#idempotent-requests).
 
         Returns:
             the item's number (a positive ``int``).
@@ -375,24 +308,19 @@ class TransactionalCounter(ConditionalCounterStrategy):
                 key attribute missing or (in the store's table) of the wrong type, the
                 counter item's key, or over 400 KB; or a bad ``idempotency_key`` (nothing is
                 written, no number is used; a bad key: `IdempotencyKeyInvalid`).
-            IdempotencyKeyReused: ``idempotency_key`` stored another item (nothing is
-                written).
-            ValidationFailed: DynamoDB refused the item (what only the server can check, such
-                as another table's key types): nothing is written, no number is used; in a
-                group it fails alone and the rest is committed without it.
-            ItemAlreadyExists: an item with that primary key exists (nothing is written, the
-                counter is unchanged; unless ``maybe_applied``: see lost answers above);
-                `CounterBehindItems` when the item's key is made from its number (made for
-                another number it has another key): the counter is behind its items.
+            IdempotencyKeyReused: ``idempotency_key`` stored another item (nothing written).
+            ValidationFailed: DynamoDB refused the item (what only it can check, such as
+                another table's key types): nothing written, no number used; it fails alone.
+            ItemAlreadyExists: an item with that item key exists (nothing written, the counter
+                unchanged, unless ``maybe_applied``); `CounterBehindItems` when the item key is
+                made from its number: the counter is behind its items.
             CounterValueInvalid: the counter item's value is not a whole number.
             NumberOutOfRange: the next number would pass ``max_value`` or 38 digits (nothing is
                 written; a recorded ``idempotency_key`` gets its number instead, one
                 ``GetItem``; in a group, only the puts past it).
-            RetriesExhausted: lost races or transient errors outlasted the retry policy. If
-                an earlier attempt was applied but its answer was lost (a timeout, a reset)
-                and no resend got through before the policy ran out, the item may be stored:
-                read it back by its key before putting it again. (A resend that gets through
-                finds out, by ``ClientRequestToken`` or by the counter's token ring.)
+            RetriesExhausted: lost races or transient errors outlasted the retry policy; with
+                ``maybe_applied``, the item may be stored: read it back by its item key before
+                putting it again.
             StoreError: a request failed in a way that is not retried (its subclass says how).
             StoreClosed: the store or this object is closed.
         """

@@ -181,3 +181,33 @@ def test_no_name_aioseq_testing_exports_is_shadowed_by_a_submodule() -> None:
             importlib.import_module(f"aioseq.testing.{path.stem}")
     for name in aioseq.testing.__all__:
         assert not isinstance(getattr(aioseq.testing, name), types.ModuleType), name
+
+
+#: The longest docstring a class, function or method may have, in lines: the contract
+#: (what it is, guarantees, cost, parameters, raises) and a link to the page that tells the
+#: story (issue #45: "docstrings by contract").
+MAX_DOCSTRING_LINES = 40
+
+
+def _long_docstrings(limit: int) -> list[str]:
+    """``path:line name (n lines)`` for each class, function or method in aioseq whose
+    docstring runs over ``limit`` lines."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = len((ast.get_docstring(node) or "").splitlines())
+                if lines > limit:
+                    where = path.relative_to(PACKAGE.parent)
+                    found.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_the_docstring_check_finds_a_long_docstring() -> None:
+    assert _long_docstrings(3)  # every module has docstrings longer than that
+
+
+def test_no_docstring_is_longer_than_its_contract() -> None:
+    """A class, function or method docstring gives the contract in at most
+    `MAX_DOCSTRING_LINES` lines and links to the page in docs/ that tells the story."""
+    assert _long_docstrings(MAX_DOCSTRING_LINES) == []
