@@ -59,6 +59,7 @@ class _Recorded(Protocol):
     """What :class:`_Attribution` reads of the :class:`~verification.history.History`."""
 
     killed: set[str]
+    unread: Counter[str]
     wire_observed: bool
     late_secs: float
 
@@ -81,6 +82,7 @@ class _Attribution:
         # already on its way: in a process that timed out, a delivered answer may have been
         # dropped too.
         self.timed_out = {w.process for w in wire if not w.delivered and w.fault is None}
+        self.unread = Counter(history.unread)  # delivered answers the client did not read
         self.writes: dict[int, WireWrite] = {}
         for write in wire:  # a later write of a number (re-reserved after a give-back) wins
             for n in write.numbers:
@@ -132,7 +134,9 @@ class _Attribution:
         for process, numbers in candidates.items():
             # The callers gone go to the numbers nothing else explains first: a lost answer the
             # strategy documents anyway must not use up the caller whose own number needs it.
-            needy = {n for n in numbers if self._answer(self.writes[n]) not in documented}
+            needy = {
+                n for n in numbers if self._answer(self.writes[n], take=False) not in documented
+            }
             gone = self._callers_gone(process, [n for n in numbers if n in needy])
             gone.update(self._callers_gone(process, [n for n in numbers if n not in needy]))
             for n in numbers:
@@ -143,11 +147,16 @@ class _Attribution:
                     causes[self._answer(self.writes[n])] += 1
         return causes
 
-    def _answer(self, write: WireWrite) -> str:
-        """Why the numbers of ``write`` were lost, when no caller gone explains them."""
+    def _answer(self, write: WireWrite, *, take: bool = True) -> str:
+        """Why the numbers of ``write`` were lost, when no caller gone explains them
+        (``take``: an unread answer it is put down to is used up)."""
         if not write.delivered and write.fault is not None:
             return ANSWER_LOST
         if not write.delivered or write.process in self.timed_out:
+            return CLIENT_GONE
+        if self.unread[write.process] > 0:
+            if take:
+                self.unread[write.process] -= 1
             return CLIENT_GONE
         if self.strategy == "allocator":
             return BLOCK_NOT_HANDED_OUT

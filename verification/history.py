@@ -40,7 +40,9 @@ items stored:
   ``answer lost: client gone``
       as above with no fault injected: the client had closed the connection (timed out, or
       dead); this also covers answers sent to a process that timed out, as the proxy cannot
-      see whether a client giving up had read the answer already on its way.
+      see whether a client giving up had read the answer already on its way; and, as many
+      times as :meth:`History.mark_unread` says, an answer delivered to a process whose client
+      gave up before reading it.
   ``block not handed out``
       the allocator's reserved block left unused (abandoned at exit, skipped by
       ``next_many``, or not given back).
@@ -157,6 +159,8 @@ class History:
         self.calls: list[Call] = []
         self.wire: list[WireWrite] = []
         self.killed: set[str] = set()
+        #: Answers each process's client gave up reading though the proxy delivered them.
+        self.unread: Counter[str] = Counter()
         self.wire_observed = False
         self.late_secs = late_secs
         self._log: IO[str] | None = log.open("a", buffering=1) if log is not None else None
@@ -220,6 +224,15 @@ class History:
         """``process`` was killed: numbers delivered to it and not handed out are its loss,
         and so are stored items whose payload starts with ``<process>/``."""
         self.killed.add(process)
+
+    def mark_unread(self, process: str, count: int) -> None:
+        """``process``'s client gave up on ``count`` answers that the proxy saw delivered: its
+        read timeouts (its statistics' retries) less the answers the proxy held back on
+        purpose (``delay`` faults). A client whose event loop is too busy to read an answer
+        before its read timeout drops it unread, which the proxy cannot see; up to ``count``
+        of the process's delivered writes then count as ``answer lost: client gone``."""
+        if count > 0:
+            self.unread[process] += count
 
     def observe(self, exchange: Exchange) -> None:
         """A :class:`~aioseq.testing.fault_proxy.FaultProxy` ``on_exchange`` callback: keep

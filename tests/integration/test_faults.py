@@ -195,9 +195,12 @@ async def test_an_add_whose_answer_was_lost_costs_a_gap_never_a_duplicate(
 ) -> None:
     proxy.set_schedule(only("response-lost", first=[True, False], operations={"UpdateItem"}))
     counter = faulty_store.atomic_counter("c")
-    assert await counter.next() == 2  # 1 was taken by the ADD whose answer was lost
-    assert await counter.current() == 2
-    assert sum(counter.statistics().retries.values()) == 1
+    n = await counter.next()
+    retries = counter.statistics().retries
+    # 1 was taken by the ADD whose answer was lost, which was retried; on a loaded machine a
+    # read timeout (an answer read too late) costs one more number and one more retry each.
+    assert n == 1 + sum(retries.values()) >= 2
+    assert await counter.current() == n
 
 
 VARIANTS = [(s, False) for s in STRATEGY_NAMES] + [(s.name, True) for s in STRATEGIES if s.grouped]
@@ -233,6 +236,10 @@ async def test_every_strategy_keeps_its_guarantees_under_every_fault(
     if taker.aclose is not None:
         await taker.aclose()
     proxy.on_exchange = None
+    # Read timeouts the proxy did not cause: on a loaded machine the client read an answer
+    # the proxy had delivered too late, and retried.
+    timeouts = taker.counter.statistics().retries.get("ReadTimeoutError", 0)
+    history.mark_unread("", timeouts - proxy.injected["delay"])
     if strategy_named(strategy).writes_items:
         # number -> payload: an item stored twice, or under another call's number, fails it
         report = history.check(strategy, "c", stored=await stored_payloads(aioseq_store, "c"))

@@ -197,6 +197,19 @@ def test_a_timed_out_client_counts_as_a_lost_answer() -> None:
     assert not history.check("optimistic", "c", top=2).ok
 
 
+def test_an_answer_delivered_but_unread_by_its_client_counts_once_as_a_lost_answer() -> None:
+    # Both answers delivered as the proxy saw them; the client's event loop, busy, read the
+    # first after its read timeout and retried: its statistics count one read timeout more
+    # than the proxy held back.
+    wire = (delivered(range(1, 2), at=1.0), delivered(range(2, 3), at=2.0))
+    history = history_of(call(range(3, 4), 0.0, 3.0), wire=wire)
+    assert history.check("atomic", "c", top=3).gaps == {UNEXPLAINED: 2}
+    history.mark_unread("p", 1)
+    assert history.check("atomic", "c", top=3).gaps == {CLIENT_GONE: 1, UNEXPLAINED: 1}
+    history.mark_unread("other", 5)  # another process's timeouts explain nothing here
+    assert history.check("atomic", "c", top=3).gaps == {CLIENT_GONE: 1, UNEXPLAINED: 1}
+
+
 def test_a_killed_process_explains_its_numbers() -> None:
     wire = (delivered(range(1, 2), process="p0", at=1.0), delivered(range(2, 3), at=2.0))
     history = history_of(call(range(2, 3), 1.5, 2.5, strategy="optimistic"), wire=wire)
