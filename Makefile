@@ -21,13 +21,14 @@ TEST_WORKERS ?= auto
 test: $(VENV)/.installed-dev .cache/dynamodb-local/.installed
 	AIOSEQ_TEST_BACKENDS=moto,dynamodb-local scripts/in-loopback-netns $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(ARGS)
 
-# The half with no server (pure logic: the coalescer, the token ring, the checker, the house): seconds.
+# The half with no server (pure logic: the coalescer, the token ring, the checker, the house),
+# with the checks of the docs' prose and figures (tests/docs) and of the tools (tests/tools): seconds.
 test-unit: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest tests/unit $(ARGS)
+	$(BIN)/python -m pytest tests/unit tests/docs tests/tools $(ARGS)
 
-# The unit half with no network (a new network namespace: `unshare -n` as root or where it is
-# allowed, else `unshare -rn`; where neither works it says so and runs with the network as it
-# is) under coverage; fails when a module of the library core covers under 85% of its lines
+# The unit half (tests/unit; tests/docs and tests/tools run none of the library core) with no
+# network (a new network namespace: `unshare -n` as root or where it is allowed, else
+# `unshare -rn`; where neither works it says so and runs with the network as it is) under coverage; fails when a module of the library core covers under 85% of its lines
 # ([tool.coverage.*] in pyproject.toml: what is core, the 85; scripts/check_coverage.py).
 NO_NETWORK = $(shell if unshare -n true 2>/dev/null; then echo unshare -n;\
 	elif unshare -rn true 2>/dev/null; then echo unshare -rn; fi)

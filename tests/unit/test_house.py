@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,18 +153,109 @@ def test_each_factory_is_written_out_with_its_class_parameters(factory: str) -> 
     assert found == wanted
 
 
-def test_no_constructor_is_bypassed_nor_a_concrete_class_probed() -> None:
-    """One constructor per class (no ``__new__``), and the store and its registry know what
-    they made through `aioseq.contracts.Managed` only."""
-    package = Path(__file__).parents[2] / "aioseq"
-    for path in package.rglob("*.py"):
-        source = path.read_text()
-        assert "__new__" not in source, path
-        if path.name != "allocator.py":
-            assert "isinstance(thing, BlockAllocator)" not in source, path
-            assert re.search(r"isinstance\([^)]*BlockAllocator\)", source) is None, path
+#: The classes the store's factories make: the store and its registry know what they made
+#: through `aioseq.contracts.Managed` only, and nothing asks which of them it holds.
+CONCRETE = frozenset(FACTORIES.values())
+
+
+def _named(node: ast.expr) -> Iterator[str]:
+    """The names ``node`` spells (``C``, ``aioseq.C``, each of a tuple ``(C, D)``)."""
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        for element in node.elts:
+            yield from _named(element)
+    elif isinstance(node, ast.Name):
+        yield node.id
+    elif isinstance(node, ast.Attribute):
+        yield node.attr
+
+
+def _probes(tree: ast.AST) -> Iterator[ast.expr | ast.pattern]:
+    """Each place ``tree`` asks whether something is one of `CONCRETE`: ``isinstance`` or
+    ``issubclass`` against one, a comparison with one (``facts.cls is C``, ``type(x) == C``,
+    ``cls in (C, D)``), a ``case C():`` pattern."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            probing = (
+                isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass")
+                and len(node.args) == 2
+            )
+            spelled = set(_named(node.args[1])) if probing else set()
+        elif isinstance(node, ast.Compare):
+            spelled = {name for side in (node.left, *node.comparators) for name in _named(side)}
+        elif isinstance(node, ast.MatchClass):
+            spelled = set(_named(node.cls))
+        else:
+            continue
+        if spelled & CONCRETE:
+            yield node
+
+
+def concrete_probes() -> list[str]:
+    """``path:line source`` of each probe (`_probes`) in aioseq."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE.parent)
+        for node in _probes(ast.parse(path.read_text())):
+            found.append(f"{where}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_the_probe_check_finds_each_form() -> None:
+    source = textwrap.dedent(
+        """
+        isinstance(thing, BlockAllocator)
+        isinstance(thing, (Managed, aioseq.SortKeyCounter))
+        issubclass(cls, AtomicCounter)
+        facts.cls is BlockAllocator
+        type(thing) is not TransactionalCounter
+        cls in (OptimisticCounter, SortKeyCounter)
+        match thing:
+            case BlockAllocator():
+                pass
+        isinstance(thing, Managed)
+        facts.cls is facts.cls
+        """
+    )
+    found = [ast.unparse(node) for node in _probes(ast.parse(source))]
+    assert len(found) == 7, found
+    assert "isinstance(thing, Managed)" not in found
+
+
+def test_no_concrete_class_is_probed() -> None:
+    """Outside the workload driver (below): ``isinstance(thing, BlockAllocator)`` and its
+    kin, in any form."""
+    found = [probe for probe in concrete_probes() if not probe.startswith("aioseq/_workload.py")]
+    assert found == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #45: aioseq/_workload.py asks `facts.cls is BlockAllocator` (3 times),"
+    " `is SortKeyCounter` and `is not TransactionalCounter`; to be answered by the strategy"
+    " table's facts (aioseq/ is another session's)",
+)
+def test_the_workload_driver_probes_no_concrete_class() -> None:
+    assert [p for p in concrete_probes() if p.startswith("aioseq/_workload.py")] == []
+
+
+def test_no_constructor_is_bypassed_nor_a_made_object_probed_by_name() -> None:
+    """One constructor per class (no ``__new__`` defined or called), and the store and its
+    registry ask nothing of what they made by attribute name (``getattr``, ``hasattr``)."""
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            defined = isinstance(node, ast.FunctionDef) and node.name == "__new__"
+            called = isinstance(node, ast.Attribute) and node.attr == "__new__"
+            assert not (defined or called), f"{path}:{getattr(node, 'lineno', '?')}"
     for name in ("_store.py", "_registry.py"):
-        assert "getattr(" not in (package / name).read_text(), name
+        calls = [
+            node.lineno
+            for node in ast.walk(ast.parse((PACKAGE / name).read_text()))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+        ]
+        assert calls == [], f"{name}: lines {calls}"
 
 
 def test_no_name_aioseq_testing_exports_is_shadowed_by_a_submodule() -> None:
