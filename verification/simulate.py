@@ -11,7 +11,8 @@ workload (calls, deadlines, idempotency keys), and the faults, drawn per request
 - a delay each way, so concurrent requests are answered out of order;
 - ``response-lost`` (applied, then the connection reset: the caller cannot tell), ``reset``
   (lost before it was applied), throttling, 5xx, transaction conflicts;
-- callers that give up (``asyncio.wait_for`` deadlines), processes that crash (requests never
+- callers that give up (``asyncio.wait_for`` deadlines), their requests cut off on the wire
+  or, half the time, arriving later all the same; processes that crash (requests never
   answered, nothing closed), stores closed while calls run, idle objects dropped;
 - an operator moving counters forward, and a Region added to a Region-scoped key.
 - an invoice series (docs/series.md) on a gapless strategy, its documents dated on both sides
@@ -107,6 +108,9 @@ PERIODS = {
 #: How late a series document may be dated, in seconds before the (virtual) wall clock.
 LATENESS_SECS = (0.0, 0.0, 0.3, 1.5, 5.0)
 #: Faults the network draws, with their weights within a scenario's fault rate.
+#: The share of requests cut off on their way by their caller's cancel that still arrive.
+LATE_ARRIVALS = 0.5
+
 FAULT_KINDS = {
     "response-lost": 4,
     "reset": 2,
@@ -322,7 +326,12 @@ class SimulatedNetwork:
         self._requests[operation] += 1
         fault = run.draw_fault(operation)
         await run.hang_if_crashed(process)
-        await asyncio.sleep(run.delay())
+        try:
+            await asyncio.sleep(run.delay())
+        except asyncio.CancelledError:
+            if fault != "reset" and run.rng.random() < LATE_ARRIVALS:
+                run.late.append(asyncio.ensure_future(self._arrive_late(operation, params, fault)))
+            raise
         await run.hang_if_crashed(process)
         run.trace(process.name, operation, _describe(params) + (f" fault={fault}" if fault else ""))
         if fault == "reset":  # lost on its way: not applied
@@ -345,6 +354,18 @@ class SimulatedNetwork:
             await run.hang_if_crashed(process)
             raise _connection_lost(operation, "ReadTimeoutError")
         return response
+
+    async def _arrive_late(self, operation: str, params: dict[str, Any], fault: str | None) -> None:
+        """A request whose caller gave up while it was on the wire: it still reaches DynamoDB,
+        later, and is applied; its answer goes nowhere."""
+        run, process = self._run, self._process
+        await asyncio.sleep(run.delay())
+        await run.hang_if_crashed(process)
+        run.trace(process.name, operation, _describe(params) + " (arrived after its caller left)")
+        if fault is not None and fault != "response-lost":
+            self._fake.inject(fault, when=lambda sent: sent is params)
+        with contextlib.suppress(Exception):
+            await self._base.send(operation, params)
 
     async def aclose(self, *, timeout_secs: float) -> None:
         self._closed = True
@@ -443,6 +464,8 @@ class Run:
         self.table: SimulatedGlobalTable | None = None
         self.processes: list[Process] = []
         self.tasks: list[asyncio.Task[None]] = []
+        #: Requests that arrive after their caller gave up (`SimulatedNetwork._arrive_late`).
+        self.late: list[asyncio.Task[None]] = []
         self.region_added = False
         #: When the third Region was added, and the keys whose scope records did not take it.
         self.region_added_at: float | None = None
@@ -851,6 +874,8 @@ class Run:
             if not process.crashed and process.store is not None:
                 with contextlib.suppress(Exception):
                     await process.store.aclose(timeout_secs=10.0)
+        if self.late:  # what is still on the wire lands (a crashed process's never does)
+            await asyncio.wait(self.late, timeout=CALL_BOUND_SECS)
         if self.table is not None:
             await self.table.settle()
         await self.liveness()
