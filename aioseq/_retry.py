@@ -1,11 +1,11 @@
 """The one retry engine: every request aioseq sends runs through `RetryEngine.run()`.
 
 The first attempt goes straight to the request: no retry machinery is entered, and nothing is
-allocated for it, until an attempt has failed. Its failure starts tenacity's state machine
-(aiodynamo's ``attempts()`` loop; tenacity's ``AsyncRetrying``) from that outcome: the stop,
-wait and retry objects are built once per engine and composed as tenacity composes them
-(``stop_a | stop_b``): attempts spent, time since the first attempt, an unreachable endpoint.
-Waits are full-jitter backoffs (AWS Architecture Blog, "Exponential Backoff And Jitter").
+allocated for it, until an attempt has failed. Then tenacity's ``AsyncRetrying`` runs the call
+(its public ``__call__``), with that failure as its first outcome: the stop, wait and retry
+objects are built once per engine and composed as tenacity composes them (``stop_a |
+stop_b``): attempts spent, time since the first attempt, an unreachable endpoint. Waits are
+full-jitter backoffs (AWS Architecture Blog, "Exponential Backoff And Jitter").
 
 A caller supplies only how to classify a failed attempt (`Verdict`), read once per failure:
 retry after a backoff, retry at once, wait its turn, or fail. Whatever state carries from one
@@ -20,10 +20,9 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
-from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState, RetryError
-from tenacity.retry import retry_base
+from tenacity import AsyncRetrying, RetryCallState, retry_base
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
@@ -159,7 +158,8 @@ class RetryEngine:
         self.observer = observer
         self.clock: Clock = clock or LoopClock()
         self.answers = answers
-        # tenacity's objects, built once and shared by every run (each reads its own run).
+        # tenacity's objects, built once and shared by every call (each reads its own call,
+        # the `_Call` that tenacity runs: ``retry_state.fn``).
         self.stop = (
             _AttemptsSpent(policy.max_attempts)
             | _Elapsed(policy.max_delay_secs)
@@ -218,14 +218,31 @@ class RetryEngine:
             if verdict is Verdict.FAIL:
                 raise
             first = exc
-        run = _Run(self, attempt, classify, retries, counter_key, started, pause_secs)
-        return await run.go(first, verdict)
+        call = _Call(self, attempt, classify, retries, counter_key, started, pause_secs, first)
+        call.judge(first, verdict)
+        retrying = AsyncRetrying(
+            sleep=self.clock.sleep,
+            stop=self.stop,
+            wait=self.wait,
+            retry=self.retry_if,
+            before_sleep=_before_sleep,
+            retry_error_callback=_exhausted,
+        )
+        try:
+            result: T = await retrying(call)
+        except AioseqError as exc:  # not retried: it ends the call, and says what may be written
+            exc.maybe_applied = exc.maybe_applied or call.ambiguous
+            raise
+        return result
 
 
-class _Run(Generic[T]):
-    """The retries of one `RetryEngine.run()` after its first attempt failed: what the
-    engine's stop, wait and retry objects read of this run (its verdict on the last failure,
-    its pauses and backoffs, when it started), and tenacity's loop from that failure on."""
+class _Call(Generic[T]):
+    """One `RetryEngine.run()` whose first attempt failed: the function tenacity retries
+    (``retry_state.fn``), and what the engine's stop, wait and retry objects read of the call:
+    its verdict on the last failure, its backoffs and pauses so far, when it began.
+
+    Its first attempt as tenacity sees it replays the failure the engine met before tenacity
+    began (nothing is sent again); every later one is ``attempt()``."""
 
     __slots__ = (
         "ambiguous",
@@ -236,6 +253,7 @@ class _Run(Generic[T]):
         "engine",
         "pause_secs",
         "pauses",
+        "replay",
         "retries",
         "started",
         "verdict",
@@ -249,7 +267,8 @@ class _Run(Generic[T]):
         retries: Counter[str] | None,
         counter_key: str,
         started: float,
-        pause_secs: Callable[[], float] | None = None,
+        pause_secs: Callable[[], float] | None,
+        first: Exception,
     ) -> None:
         self.engine = engine
         self.attempt = attempt
@@ -258,89 +277,54 @@ class _Run(Generic[T]):
         self.counter_key = counter_key
         self.started = started
         self.pause_secs = pause_secs
-        self.verdict = Verdict.RETRY  # on the last failure: read once, by _Classified
+        self.replay: Exception | None = first  # the first attempt's failure, until replayed
+        self.verdict = Verdict.RETRY  # on the last failure
         self.backoffs = 0  # failures so far that asked for a backoff
         self.pauses = 0  # waits after attempts that sent nothing (Waiting): not attempts spent
         self.ambiguous = False  # an attempt failed in a way that may hide its success
 
-    async def go(self, first: Exception, verdict: Verdict) -> T:
-        engine = self.engine
-        retrying = _Retrying(
-            self,
-            stop=engine.stop,
-            wait=engine.wait,
-            retry=engine.retry_if,
-            before_sleep=_before_sleep,
-            sleep=engine.clock.sleep,
-            reraise=False,
-        )
-        retrying.begin()
-        state = RetryCallState(retry_object=retrying, fn=None, args=(), kwargs={})
-        self._failed(first)
-        self.verdict = verdict  # (the caller's classification of the first failure)
-        state.set_exception((type(first), first, first.__traceback__))
-        try:
-            while True:  # tenacity's AsyncRetrying.__call__, from the first failure on
-                do = await retrying.iter(retry_state=state)
-                if isinstance(do, DoAttempt):
-                    try:
-                        result = await self.attempt()
-                    except Exception as exc:
-                        self._failed(exc)
-                        self.verdict = self.classify(exc)
-                        state.set_exception((type(exc), exc, exc.__traceback__))
-                    else:
-                        state.set_result(result)
-                elif isinstance(do, DoSleep):
-                    state.prepare_for_next_attempt()
-                    await retrying.sleep(do)  # type: ignore[misc]
-                else:
-                    return do  # type: ignore[no-any-return]
-        except AioseqError as exc:  # not retried: it ends the call, and says what may be written
-            exc.maybe_applied = exc.maybe_applied or self.ambiguous
-            raise
-        except RetryError as exhausted:
-            last = exhausted.last_attempt
-            error = last.exception()
-            log.info(
-                "counter %r: gave up after %d attempts; last error: %s",
-                self.counter_key,
-                last.attempt_number,
-                reason(error) if error is not None else None,
-            )
-            raise RetriesExhausted(
-                last.attempt_number, error, maybe_applied=self.ambiguous
-            ) from error
+    async def __call__(self) -> T:
+        replay, self.replay = self.replay, None
+        if replay is not None:
+            raise replay
+        return await self.attempt()
 
-    def _failed(self, exc: Exception) -> None:
+    def judge(self, exc: Exception, verdict: Verdict | None = None) -> None:
+        """Record a failed attempt: its verdict (``classify``'s, asked once, unless given),
+        whether it may have been applied, and what it counts toward: a backoff, or a pause
+        that is not an attempt spent."""
         if isinstance(exc, AioseqError) and exc.maybe_applied:
             self.ambiguous = True
+        self.verdict = verdict = self.classify(exc) if verdict is None else verdict
+        if verdict is Verdict.RETRY:
+            self.backoffs += 1
+        elif verdict is Verdict.YIELD and isinstance(exc, Waiting):
+            self.pauses += 1
 
 
-class _Retrying(AsyncRetrying):
-    """tenacity's retrying object for one run: the engine's stop, wait and retry objects
-    find the run here (``retry_state.retry_object.run``)."""
-
-    def __init__(self, run: _Run[Any], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.run = run
+def _call_of(retry_state: RetryCallState) -> _Call[Any]:
+    call = retry_state.fn
+    assert isinstance(call, _Call)
+    return call
 
 
-def _run_of(state: RetryCallState) -> _Run[Any]:
-    retrying = state.retry_object
-    assert isinstance(retrying, _Retrying)
-    return retrying.run
+def _failure(retry_state: RetryCallState) -> BaseException | None:
+    outcome = retry_state.outcome
+    return outcome.exception() if outcome is not None else None
 
 
 class _Classified(retry_base):
-    """Retry unless the run's verdict on the failure is `Verdict.FAIL` (classified once,
-    when the attempt failed)."""
+    """Retry unless the call's verdict on the failure is `Verdict.FAIL`; a result, and a
+    ``BaseException`` that is not an ``Exception`` (``CancelledError``), are not retried."""
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        outcome = retry_state.outcome
-        if outcome is None or not outcome.failed:
+        error = _failure(retry_state)
+        if not isinstance(error, Exception):
             return False
-        return _run_of(retry_state).verdict is not Verdict.FAIL
+        call = _call_of(retry_state)
+        if retry_state.attempt_number > 1:  # (the first was judged before tenacity began)
+            call.judge(error)
+        return call.verdict is not Verdict.FAIL
 
 
 class _AttemptsSpent(stop_base):
@@ -351,7 +335,7 @@ class _AttemptsSpent(stop_base):
         self.max_attempts = max_attempts
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        return retry_state.attempt_number - _run_of(retry_state).pauses >= self.max_attempts
+        return retry_state.attempt_number - _call_of(retry_state).pauses >= self.max_attempts
 
 
 class _Elapsed(stop_base):
@@ -361,8 +345,8 @@ class _Elapsed(stop_base):
         self.secs = secs
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        run = _run_of(retry_state)
-        return run.engine.clock.now() - run.started >= self.secs
+        call = _call_of(retry_state)
+        return call.engine.clock.now() - call.started >= self.secs
 
 
 class _Unreachable(stop_base):
@@ -378,63 +362,72 @@ class _Unreachable(stop_base):
         self.secs = secs
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        outcome = retry_state.outcome
-        if outcome is None or not isinstance(outcome.exception(), EndpointUnreachable):
+        if not isinstance(_failure(retry_state), EndpointUnreachable):
             return False
-        run = _run_of(retry_state)
-        engine = run.engine
+        call = _call_of(retry_state)
+        engine = call.engine
         if engine.answers is not None:
             return engine.answers.is_down()
-        return engine.clock.now() - run.started >= self.secs
+        return engine.clock.now() - call.started >= self.secs
 
 
 class _Backoff(wait_base):
-    """The wait the run's verdict asks for: none (`Verdict.RETRY_NOW`), the caller's pause
+    """The wait the call's verdict asks for: none (`Verdict.RETRY_NOW`), the caller's pause
     jittered by +-10% (`Verdict.YIELD`), else a full-jitter backoff whose exponent counts
     only the failures that asked for one (`RetryEngine.backoff_secs()`)."""
 
     def __call__(self, retry_state: RetryCallState) -> float:
-        run = _run_of(retry_state)
-        verdict = run.verdict
+        call = _call_of(retry_state)
+        verdict = call.verdict
         if verdict is Verdict.RETRY_NOW:
             return 0.0
-        engine = run.engine
+        engine = call.engine
         if verdict is Verdict.YIELD:
-            if isinstance(
-                retry_state.outcome.exception() if retry_state.outcome else None, Waiting
-            ):
-                run.pauses += 1
-            pause = run.pause_secs() if run.pause_secs else engine.policy.initial_backoff_secs
+            pause = call.pause_secs() if call.pause_secs else engine.policy.initial_backoff_secs
             return pause * random.uniform(0.9, 1.1)
-        run.backoffs += 1
-        return engine.backoff_secs(run.backoffs)
+        return engine.backoff_secs(call.backoffs)
 
 
 def _before_sleep(retry_state: RetryCallState) -> None:
     """Count the retry under `reason()`, log it and report it to the observer."""
-    run = _run_of(retry_state)
-    outcome = retry_state.outcome
-    error = outcome.exception() if outcome is not None else None
+    call = _call_of(retry_state)
+    error = _failure(retry_state)
     if error is None:
         return
     why = reason(error)
-    if run.retries is not None:
-        run.retries[why] += 1
+    if call.retries is not None:
+        call.retries[why] += 1
     wait_secs = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
     log.debug(
         "counter %r: attempt %d failed (%s); retrying in %.3f s",
-        run.counter_key,
+        call.counter_key,
         retry_state.attempt_number,
         why,
         wait_secs,
     )
-    observer = run.engine.observer
+    observer = call.engine.observer
     if observer is not None:
         event = RetryEvent(
-            counter_key=run.counter_key,
+            counter_key=call.counter_key,
             reason=why,
             conflict=is_conflict_reason(why),
             attempt=retry_state.attempt_number,
             wait_secs=wait_secs,
         )
         notify(observer.on_retry, event)
+
+
+def _exhausted(retry_state: RetryCallState) -> NoReturn:
+    """tenacity's ``retry_error_callback``: the stop said stop. Raise `RetriesExhausted`, the
+    last attempt's error chained."""
+    call = _call_of(retry_state)
+    error = _failure(retry_state)
+    log.info(
+        "counter %r: gave up after %d attempts; last error: %s",
+        call.counter_key,
+        retry_state.attempt_number,
+        reason(error) if error is not None else None,
+    )
+    raise RetriesExhausted(
+        retry_state.attempt_number, error, maybe_applied=call.ambiguous
+    ) from error

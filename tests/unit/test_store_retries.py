@@ -4,6 +4,7 @@ connect at once, so the retry loop runs with no server (the waits are recorded, 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from botocore.exceptions import ParamValidationError
@@ -16,6 +17,7 @@ from aioseq import (
     EndpointUnreachable,
     RetriesExhausted,
     RetryPolicy,
+    Throttled,
 )
 from aioseq._endpoint import EndpointHealth
 from aioseq._retry import RetryEngine, Verdict
@@ -189,3 +191,81 @@ async def test_a_slow_connect_is_retried_while_the_endpoint_answers_others(
     health = EndpointHealth("http://db", 3.0, clock)
     engine = RetryEngine(RetryPolicy(max_attempts=5), clock=clock, answers=health)
     assert await engine.run(attempt) == 7
+
+
+async def test_each_failure_is_classified_once_and_exhaustion_chains_the_last() -> None:
+    """The first failure (met before tenacity runs the call) and every later one are
+    classified once each; the attempts that ran out are counted from the first, the last
+    error is the cause, and an earlier lost answer makes the whole call maybe applied."""
+    clock = ManualClock()
+    engine = RetryEngine(RetryPolicy(max_attempts=3, initial_backoff_secs=0.01), clock=clock)
+    errors = [
+        ConnectionFailed("reset", maybe_applied=True),
+        Throttled("slow down"),
+        Throttled("slow down again"),
+    ]
+    sent: list[Exception] = []
+    classified: list[Exception] = []
+
+    async def attempt() -> int:
+        sent.append(errors[len(sent)])
+        raise sent[-1]
+
+    def classify(exc: Exception) -> Verdict:
+        classified.append(exc)
+        return Verdict.RETRY
+
+    with pytest.raises(RetriesExhausted) as caught:
+        await engine.run(attempt, classify=classify)
+    assert sent == errors and classified == errors
+    assert caught.value.attempts == 3 and len(clock.slept) == 2
+    assert caught.value.last_error is errors[-1] and caught.value.__cause__ is errors[-1]
+    assert caught.value.maybe_applied
+
+
+async def test_a_failing_verdict_after_a_lost_answer_says_maybe_applied() -> None:
+    engine = RetryEngine(RetryPolicy(max_attempts=5), clock=ManualClock())
+    refused = Throttled("refused, and not retried")
+    errors: list[Exception] = [ConnectionFailed("reset", maybe_applied=True), refused]
+
+    async def attempt() -> int:
+        raise errors.pop(0)
+
+    def classify(exc: Exception) -> Verdict:
+        return Verdict.FAIL if exc is refused else Verdict.RETRY
+
+    with pytest.raises(Throttled) as caught:
+        await engine.run(attempt, classify=classify)
+    assert caught.value is refused and caught.value.maybe_applied and not errors
+
+    alone = Throttled("refused at the first attempt")
+    with pytest.raises(Throttled) as failed:  # no earlier attempt: left as it is
+        await engine.run(_raising(alone), classify=lambda e: Verdict.FAIL)
+    assert failed.value is alone and not alone.maybe_applied
+
+
+@pytest.mark.parametrize("error", [asyncio.CancelledError(), KeyboardInterrupt()])
+async def test_a_base_exception_in_a_retried_attempt_is_never_retried(
+    error: BaseException,
+) -> None:
+    clock = ManualClock()
+    engine = RetryEngine(RetryPolicy(max_attempts=10), clock=clock)
+    attempts = 0
+
+    async def attempt() -> int:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise Throttled("slow down")
+        raise error
+
+    with pytest.raises(type(error)) as caught:  # (even when everything else is retried)
+        await engine.run(attempt, classify=lambda e: Verdict.RETRY)
+    assert caught.value is error and attempts == 2 and len(clock.slept) == 1
+
+
+def _raising(error: Exception) -> Callable[[], Awaitable[int]]:
+    async def attempt() -> int:
+        raise error
+
+    return attempt
