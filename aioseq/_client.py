@@ -4,7 +4,7 @@ usual places."""
 
 from __future__ import annotations
 
-import copy
+import functools
 import logging
 import os
 import re
@@ -14,12 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import aioboto3
 from aiobotocore.config import AioConfig
-from aiobotocore.hooks import AioHierarchicalEmitter
 from aiobotocore.session import AioSession
-from botocore import handlers
 from botocore.credentials import Credentials, RefreshableCredentials
 from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
-from botocore.hooks import EventAliaser
 from botocore.loaders import Loader, create_loader
 
 from aioseq._checks import check_endpoint_url, check_region
@@ -59,43 +56,20 @@ AWS_ENDPOINT_HINT = (
 _AWS_ACCESS_KEY_ID = re.compile(r"A[A-Z0-9]{19}")
 
 
-_loader: Loader | None = None
-_builtin_hooks: AioHierarchicalEmitter | None = None
+@functools.cache
+def _shared_loader() -> Loader:
+    """botocore's ``Loader`` (service models and endpoint rules, parsed once and cached), one
+    per process: without it each store's client parses DynamoDB's model again."""
+    return create_loader()
 
 
 def _new_session() -> aioboto3.Session:
-    """A fresh session (credentials, region and profile read anew, as botocore reads them) whose
-    service models come from one botocore ``Loader`` per process, and whose event hooks are a
-    copy of one set of botocore's built-in handlers made once per process."""
-    # Without the shared loader each client parses DynamoDB's model and endpoint rules again, and
-    # registering botocore's ~1,200 built-in handlers costs ~25 ms a session: a cost per store for
-    # a process that opens one per test, per tenant or per job. A copy is how botocore itself gives
-    # each client its session's handlers.
-    global _loader, _builtin_hooks
-    if _loader is None:
-        _loader = create_loader()
-    if _builtin_hooks is None:
-        _builtin_hooks = _with_builtin_handlers(AioHierarchicalEmitter())
-    botocore_session = AioSession(
-        event_hooks=copy.copy(_builtin_hooks), include_builtin_handlers=False
-    )
-    botocore_session.register_component("data_loader", _loader)
+    """A fresh session: credentials, region and profile read anew, and botocore's handlers
+    registered by botocore itself (``AioSession()``), as in any session; its service models
+    come from the process's one `_shared_loader()` (``register_component("data_loader")``)."""
+    botocore_session = AioSession()
+    botocore_session.register_component("data_loader", _shared_loader())
     return aioboto3.Session(botocore_session=botocore_session)
-
-
-def _with_builtin_handlers(hooks: AioHierarchicalEmitter) -> AioHierarchicalEmitter:
-    """``hooks`` with botocore's built-in handlers, registered as ``Session.__init__`` does
-    (``_register_builtin_handlers``), and nothing else: a session made with a copy runs the
-    initializers of ``botocore.register_initializer`` itself."""
-    events = EventAliaser(hooks)
-    for spec in handlers.BUILTIN_HANDLERS:
-        if len(spec) == 2:
-            events.register(spec[0], spec[1])
-        elif spec[2] is handlers.REGISTER_FIRST:
-            events.register_first(spec[0], spec[1])
-        elif spec[2] is handlers.REGISTER_LAST:
-            events.register_last(spec[0], spec[1])
-    return hooks
 
 
 def configured_endpoint(endpoint_url: str | None = None) -> str | None:

@@ -1,6 +1,6 @@
-"""The sessions aioseq makes for itself share one botocore loader and copy one set of botocore's
-built-in handlers; no CA bundle for a plain-HTTP endpoint; a bad profile is a typed error (no
-server: nothing is sent)."""
+"""The sessions aioseq makes for itself share one botocore loader and have botocore's built-in
+handlers, each its own, registered by botocore; no CA bundle for a plain-HTTP endpoint; a bad
+profile is a typed error (no server: nothing is sent)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _handlers(botocore_session: Any, event: str) -> list[Any]:
     return list(botocore_session._events._emitter._handlers.prefix_search(event))
 
 
-def test_each_session_has_botocore_s_handlers_in_a_copy_of_its_own() -> None:
+def test_each_session_has_botocore_s_handlers_of_its_own() -> None:
     first, second = _client._new_session(), _client._new_session()
     event = "before-parameter-build.dynamodb.PutItem"
     as_botocore_registers_them = _handlers(AioSession(), event)
@@ -45,9 +45,7 @@ def test_each_session_has_botocore_s_handlers_in_a_copy_of_its_own() -> None:
     assert mark not in _handlers(_client._new_session()._session, event)
 
 
-def test_an_initializer_s_handler_is_registered_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_client, "_builtin_hooks", None)  # the handlers copied are made anew
-
+def test_an_initializer_s_handler_is_registered_once() -> None:
     def mark(**_: object) -> None: ...
 
     def initializer(session: Any) -> None:
