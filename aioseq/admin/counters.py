@@ -176,59 +176,65 @@ def check_within_limit(key: str, value: int, recorded: str) -> None:
 
 
 #: The condition that the counter item's value is a Number from 0 up (a fraction passes: no
-#: expression tells whole numbers apart; it is refused when read), with its values. A counter
-#: item that fails it is left as it is, and the refusal's ``ALL_OLD`` tells what it holds.
+#: expression tells whole numbers apart; it is refused when read). A counter item that fails
+#: it is left as it is, and the refusal's ``ALL_OLD`` tells what it holds.
 _VALID = "attribute_type(#value, :number_type) AND #value >= :zero"
-_VALID_VALUES: dict[str, AttributeValue] = {":zero": {"N": "0"}, ":number_type": {"S": "N"}}
-
-#: What the operator's writes set besides the value: the time, and the default numbering on a
-#: counter item that records none (the value was given as a number of the default numbering;
-#: a later writer of another numbering is then refused, not allowed to reuse numbers).
-_SET_VALUE = (
-    "SET #value = :value, #updated = :now,"
-    " #numbering = if_not_exists(#numbering, :default_numbering)"
-)
 
 #: The condition that the counter item records no numbering with a ``max_value`` of its own:
 #: a value can then be set without knowing that limit. Where one is recorded, the refusal's
 #: ``ALL_OLD`` brings it, and the write is checked against it and sent again pinned to that
-#: exact numbering (`_write_within_limit()`).
+#: exact numbering.
 _NO_LIMIT = "(attribute_not_exists(#numbering) OR NOT contains(#numbering, :limit_mark))"
 _NO_LIMIT_VALUES: dict[str, AttributeValue] = {":limit_mark": {"S": " max_value="}}
 
 
-async def _write_within_limit(
+async def _set_value(
     store: DynamoStore,
     key: str,
     value: int,
-    condition: str,
-    names: dict[str, str],
-    values: dict[str, AttributeValue],
+    bound: str | None,
     *,
     resend_if_lost: bool = True,
     **params: Any,
 ) -> dict[str, Any]:
-    """One ``UpdateItem`` of counter ``key``'s counter item with ``condition`` (to hold where
-    the counter item exists) and the counter's ``max_value``: the first request requires no
-    limit to be recorded; if one is, ``value`` is checked against it and the request is sent
-    once more, pinned to that numbering (2 requests instead of 1, only for counters with a
-    limit of their own; again if a ``set_numbering()`` changed the limit in between, at most
-    ``max_attempts`` of the retry policy in all). A refusal for any other reason raises
-    [`ConditionFailed`][aioseq.errors.ConditionFailed] with the counter item (``ALL_OLD``) for
-    the caller to explain. Each request is retried under the store's retry policy;
-    ``resend_if_lost=False``: never resent past an error that may hide its success (it is
-    raised, ``maybe_applied``): for a write that may move the counter back, which a resend
+    """The operator's ``UpdateItem`` of counter ``key``'s value: ``SET #value = :value`` and
+    the time, and the default numbering on a counter item that records none (the value was
+    given as a number of it: a later writer of another numbering is refused, not allowed to
+    reuse numbers). Where the counter item exists, its value must be valid, within ``bound``
+    (``"#value < :value"``; ``None``: any) and the counter's ``max_value``: the first request
+    requires no limit to be recorded; if one is, ``value`` is checked against it and the
+    request is sent again, pinned to that numbering (2 requests, only for counters with a
+    limit of their own; again if a ``set_numbering()`` changed it in between: at most the
+    retry policy's ``max_attempts`` in all). Each request is retried under the store's retry
+    policy; ``resend_if_lost=False``: never resent past an error that may hide its success
+    (raised, ``maybe_applied``): for a write that may move the counter back, which a resend
     would do again after other writers took the numbers above it.
 
     Raises:
         NumberOutOfRange: ``value``'s number passes the recorded ``max_value``.
-        ConditionFailed: ``condition`` is false.
+        ConditionFailed: the value is invalid or out of ``bound``, with the counter item
+            (``ALL_OLD``) for the caller to explain.
         RetriesExhausted: the recorded limit changed before each of ``max_attempts`` requests.
     """
     recorded = await store.check_writes(key)  # (under regions=: the Region's share)
-    names = {**names, "#pk": store.table.partition_key, "#numbering": NUMBERING_ATTRIBUTE}
-    default = recorded or Numbering()
-    values = {**values, ":default_numbering": {"S": default.encode()}}
+    condition = _VALID if bound is None else f"{_VALID} AND {bound}"
+    names = {
+        "#pk": store.table.partition_key,
+        "#value": store.table.value_attribute,
+        "#updated": UPDATED_AT_ATTRIBUTE,
+        "#numbering": NUMBERING_ATTRIBUTE,
+    }
+    values: dict[str, AttributeValue] = {
+        ":value": number(value),
+        ":now": {"S": now()},
+        ":default_numbering": {"S": (recorded or Numbering()).encode()},
+        ":zero": {"N": "0"},
+        ":number_type": {"S": "N"},
+    }
+    update = (
+        "SET #value = :value, #updated = :now,"
+        " #numbering = if_not_exists(#numbering, :default_numbering)"
+    )
     classify = transient if resend_if_lost else applied_at_most_once()
     pinned: str | None = None  # the recorded numbering, once a refusal showed one with a limit
     maybe_applied = False  # (a request of an earlier round may have been applied)
@@ -245,6 +251,7 @@ async def _write_within_limit(
             ConditionExpression=f"attribute_not_exists(#pk) OR ({condition} AND {limit})",
             ExpressionAttributeNames=names,
             ExpressionAttributeValues={**values, **limit_values},
+            UpdateExpression=update,
             **params,
         )
 
@@ -315,29 +322,28 @@ async def set_counter(
 async def exchange_counter(
     store: DynamoStore, key: str, value: int, *, allow_backward: bool = False
 ) -> int | None:
-    """[`set_counter()`][aioseq.admin.set_counter] that tells a counter it made apart from one
-    at 0: it returns the value it replaced, or ``None`` when there was no counter item (an
-    atomic exchange). The same request, cost, parameters and errors as
-    [`set_counter()`][aioseq.admin.set_counter], which returns 0 for ``None``.
+    """Set counter ``key``'s value to ``value`` and return the value it replaced: an atomic
+    exchange. The same request, cost, parameters and errors as
+    [`set_counter()`][aioseq.admin.set_counter].
+
+    Returns:
+        the counter's previous value, or ``None`` when it had no counter item (this call made
+        it; [`set_counter()`][aioseq.admin.set_counter] returns 0 there).
     """
     check_key(key)
     check_value(value)
     spec = store.table
-    condition = _VALID if allow_backward else f"{_VALID} AND #value <= :value"
     try:
-        response = await _write_within_limit(
+        response = await _set_value(
             store,
             key,
             value,
-            condition,
-            {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
-            {":value": number(value), ":now": {"S": now()}, **_VALID_VALUES},
+            None if allow_backward else "#value <= :value",
             # Forward, a resend is safe: its condition lets it only raise the counter (to the
             # same value), and a counter that only rises never hands a number out twice.
             # Backward, a resend after a lost answer would move the counter back again, below
             # numbers other writers took since the first attempt was applied: sent once.
             resend_if_lost=not allow_backward,
-            UpdateExpression=_SET_VALUE,
             ReturnValues="ALL_OLD",  # UPDATED_OLD omits a value set to itself (moto)
         )
     except ConditionFailed as exc:
@@ -395,15 +401,7 @@ async def ensure_at_least(store: DynamoStore, key: str, value: int) -> int:
     try:
         # Resent after a lost answer: safe, as its condition lets it only raise the counter
         # (to the same value), and a counter that only rises hands no number out twice.
-        await _write_within_limit(
-            store,
-            key,
-            value,
-            f"{_VALID} AND #value < :value",
-            {"#value": spec.value_attribute, "#updated": UPDATED_AT_ATTRIBUTE},
-            {":value": number(value), ":now": {"S": now()}, **_VALID_VALUES},
-            UpdateExpression=_SET_VALUE,
-        )
+        await _set_value(store, key, value, "#value < :value")
     except ConditionFailed as exc:
         if exc.item is None:  # a server that does not return ALL_OLD
             raise
