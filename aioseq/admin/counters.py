@@ -257,19 +257,34 @@ async def _set_value(
 
     for _ in range(sends):
         try:
-            return await store.retry.run(attempt, classify=classify, counter_key=key)
-        except AioseqError as exc:
+            try:
+                return await store.retry.run(attempt, classify=classify, counter_key=key)
+            except ConditionFailed as exc:
+                refused = exc
+                maybe_applied = maybe_applied or exc.maybe_applied
+            pinned = _pinned_limit(refused, key, value, pinned)  # or raises
+        except AioseqError as exc:  # (what ends the call: maybe applied by any round)
             exc.maybe_applied = exc.maybe_applied or maybe_applied
-            if not isinstance(exc, ConditionFailed):
-                raise
-            maybe_applied, refused = exc.maybe_applied, exc
-        refuse_scoped(refused.item, key)  # a store without regions= on a Region-scoped key
-        found = recorded_text(refused.item, key)
-        if found is None or " max_value=" not in found or found == pinned:
-            raise refused  # not the limit: the caller's condition refused it
-        check_within_limit(key, value, found)
-        pinned = found  # a limit the value fits: pin it, send again
+            raise
     raise RetriesExhausted(sends, refused, maybe_applied=maybe_applied) from refused
+
+
+def _pinned_limit(refused: ConditionFailed, key: str, value: int, pinned: str | None) -> str:
+    """The numbering a refused `_set_value()` is sent again pinned to: the one the refusal
+    shows (``ALL_OLD``), when it records a ``max_value`` that ``value`` fits and is not the one
+    ``pinned`` already.
+
+    Raises:
+        ConditionFailed: ``refused`` itself: not the limit, the caller's condition refused it.
+        NumberOutOfRange: ``value``'s number passes that ``max_value``.
+        NumberingMismatch: a Region-scoped key, written by a store without ``regions=``.
+    """
+    refuse_scoped(refused.item, key)
+    found = recorded_text(refused.item, key)
+    if found is None or " max_value=" not in found or found == pinned:
+        raise refused
+    check_within_limit(key, value, found)
+    return found
 
 
 async def set_counter(

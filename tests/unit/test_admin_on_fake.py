@@ -17,6 +17,7 @@ from aioseq import (
     DynamoStore,
     Numbering,
     NumberingMismatch,
+    NumberOutOfRange,
     RetriesExhausted,
     RetryPolicy,
     TableSpec,
@@ -248,3 +249,32 @@ async def test_exchange_counter_tells_a_counter_it_made_from_one_at_0(
     assert await exchange_counter(fake_store, "k", 7) == 0
     assert await set_counter(fake_store, "new", 3) == 0  # (set_counter: 0 for "none")
     assert await exchange_counter(fake_store, "new", 5) == 3
+
+
+async def test_a_refusal_on_a_limit_after_a_lost_answer_says_it_may_have_been_applied() -> None:
+    """The set is applied and its answer lost; before its resend, another writer records a
+    limit that the value passes. The resend is refused on it: ``NumberOutOfRange``, which
+    must not say "nothing written" alone: the first attempt set the value."""
+    fake = FakeDynamoDB()
+    policy = RetryPolicy(max_attempts=5, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+
+    async def limit_recorded(secs: float) -> None:  # the operator's backoff
+        await fake.send(
+            "update_item",
+            {
+                "TableName": TABLE,
+                "Key": {"pk": {"S": "k"}, "sk": {"N": "0"}},
+                "UpdateExpression": "SET aioseq_numbering = :n",
+                "ExpressionAttributeValues": {":n": {"S": Numbering(max_value=10).encode()}},
+            },
+        )
+
+    async with DynamoStore(
+        transport=fake, retry_policy=policy, clock=SleepHook(limit_recorded), idle_secs=None
+    ) as store:
+        await store.create_table()
+        fake.inject("response-lost", operation="UpdateItem", when=sets_the_value)
+        with pytest.raises(NumberOutOfRange) as raised:
+            await set_counter(store, "k", 25)
+        assert raised.value.maybe_applied
+        assert (await describe_counter(store, "k")).value == 25  # (it was)
