@@ -460,7 +460,9 @@ async def _set(args: argparse.Namespace) -> int:
     value = _parse_value(args.value)
     async with await _open(args) as store:
         try:
-            previous = await admin._set_counter(store, args.key, value, args.allow_backward)
+            previous = await admin.exchange_counter(
+                store, args.key, value, allow_backward=args.allow_backward
+            )
         except CounterWouldMoveBack as exc:
             said = CounterWouldMoveBack(
                 exc.key, exc.current, exc.requested, override="--allow-backward"

@@ -10,18 +10,22 @@ from checks import SleepHook, assert_distinct
 from aioseq import (
     AioseqError,
     BlockAllocator,
+    ConditionFailed,
     ConnectionFailed,
     CounterNotFound,
     CounterWouldMoveBack,
     DynamoStore,
     Numbering,
     NumberingMismatch,
+    NumberOutOfRange,
+    RetriesExhausted,
     RetryPolicy,
     TableSpec,
 )
 from aioseq.admin import (
     describe_counter,
     ensure_at_least,
+    exchange_counter,
     list_counters,
     partition_ceiling,
     scan_maximum,
@@ -171,3 +175,106 @@ async def test_the_partition_ceiling_is_there_when_items_share_the_counters_part
     ) as flat:
         assert await partition_ceiling(flat, "beside") is None  # no request: nothing beside
     assert fake.requests == {"Query": 4}
+
+
+class Renumbered(FakeDynamoDB):
+    """A fake on which, after each of the first ``times`` refusals of an operator's write
+    (it carries ``:default_numbering``), another writer records a new limit on the counter
+    item (``max_value`` one higher), as a ``set_numbering()`` between two sends would."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+        self.limit = 100
+        self.writes = 0  # the operator's writes received
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        operators = ":default_numbering" in params.get("ExpressionAttributeValues", {})
+        self.writes += operators
+        try:
+            return await super().send(operation, params)
+        except ConditionFailed:
+            if operators and self.times:
+                self.times -= 1
+                self.limit += 1
+                numbering = {"S": Numbering(max_value=self.limit).encode()}
+                await super().send(
+                    "update_item",
+                    {
+                        "TableName": TABLE,
+                        "Key": params["Key"],
+                        "UpdateExpression": "SET aioseq_numbering = :n",
+                        "ExpressionAttributeValues": {":n": numbering},
+                    },
+                )
+            raise
+
+
+def _limit_store(fake: FakeDynamoDB) -> DynamoStore:
+    policy = RetryPolicy(max_attempts=5, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+    return DynamoStore(transport=fake, retry_policy=policy, idle_secs=None)
+
+
+async def test_a_set_follows_a_limit_recorded_between_its_sends() -> None:
+    """Refused on the limit, the write is pinned to the numbering the refusal showed; when
+    that changed meanwhile, it is pinned again to the newer one, and set."""
+    fake = Renumbered(times=0)
+    async with _limit_store(fake) as store:
+        await store.create_table()
+        await set_numbering(store, "k", Numbering(max_value=100))
+        fake.times = 1
+        assert await set_counter(store, "k", 50) == 0
+        info = await describe_counter(store, "k")
+    assert (info.value, info.numbering) == (50, Numbering(max_value=101))
+    assert fake.writes == 3  # no limit; pinned to 100; to 101
+
+
+async def test_a_limit_that_keeps_changing_ends_the_set_after_max_attempts() -> None:
+    fake = Renumbered(times=0)
+    async with _limit_store(fake) as store:
+        await store.create_table()
+        await set_numbering(store, "k", Numbering(max_value=100))
+        fake.times = 1000
+        with pytest.raises(RetriesExhausted) as raised:
+            await ensure_at_least(store, "k", 50)
+        assert isinstance(raised.value.last_error, ConditionFailed)
+        assert (await describe_counter(store, "k")).value == 0  # nothing written
+    assert fake.writes == 5  # the policy's max_attempts
+
+
+async def test_exchange_counter_tells_a_counter_it_made_from_one_at_0(
+    fake_store: DynamoStore,
+) -> None:
+    assert await exchange_counter(fake_store, "k", 0) is None  # made, at 0
+    assert await exchange_counter(fake_store, "k", 7) == 0
+    assert await set_counter(fake_store, "new", 3) == 0  # (set_counter: 0 for "none")
+    assert await exchange_counter(fake_store, "new", 5) == 3
+
+
+async def test_a_refusal_on_a_limit_after_a_lost_answer_says_it_may_have_been_applied() -> None:
+    """The set is applied and its answer lost; before its resend, another writer records a
+    limit that the value passes. The resend is refused on it: ``NumberOutOfRange``, which
+    must not say "nothing written" alone: the first attempt set the value."""
+    fake = FakeDynamoDB()
+    policy = RetryPolicy(max_attempts=5, initial_backoff_secs=0.0001, max_backoff_secs=0.0001)
+
+    async def limit_recorded(secs: float) -> None:  # the operator's backoff
+        await fake.send(
+            "update_item",
+            {
+                "TableName": TABLE,
+                "Key": {"pk": {"S": "k"}, "sk": {"N": "0"}},
+                "UpdateExpression": "SET aioseq_numbering = :n",
+                "ExpressionAttributeValues": {":n": {"S": Numbering(max_value=10).encode()}},
+            },
+        )
+
+    async with DynamoStore(
+        transport=fake, retry_policy=policy, clock=SleepHook(limit_recorded), idle_secs=None
+    ) as store:
+        await store.create_table()
+        fake.inject("response-lost", operation="UpdateItem", when=sets_the_value)
+        with pytest.raises(NumberOutOfRange) as raised:
+            await set_counter(store, "k", 25)
+        assert raised.value.maybe_applied
+        assert (await describe_counter(store, "k")).value == 25  # (it was)

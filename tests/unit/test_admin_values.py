@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 
 from aioseq import ConfigurationError, CounterInfo, CounterValueInvalid, Numbering
-from aioseq._admin_values import (
-    ScanProgress,
-    ScanTally,
-    check_value,
-    counter_info,
-    renumbering,
-    value_for_maximum,
-)
+from aioseq.admin.counters import check_value, counter_info, value_for_maximum
+from aioseq.admin.renumber import renumbering
+from aioseq.admin.scan import ScanProgress, ScanTally
 from aioseq.cli import _parse_value, counter_line, counter_record
 
 WHEN = datetime(2025, 1, 31, 12, 0, tzinfo=timezone.utc)

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from aioseq import ConfigurationError, DynamoStore, Numbering, admin
-from aioseq._admin_values import AuditTally
-from aioseq.admin import ScanProgress
+from aioseq.admin import ScanProgress, scan
+from aioseq.admin.audit import AuditTally
 from aioseq.layout import ShardedItems
 
 
@@ -94,7 +94,7 @@ def test_the_tally_follows_the_numbering() -> None:
 async def test_progress_is_reported_after_each_page(
     fake_store: DynamoStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(admin, "QUERY_PAGE_ITEMS", 10)  # pages of 10 items
+    monkeypatch.setattr(scan, "QUERY_PAGE_ITEMS", 10)  # pages of 10 items
     await _numbered(fake_store, "inv", 40)
     seen: list[ScanProgress] = []
     audit = await admin.audit_counter(fake_store, "inv", progress=seen.append)
