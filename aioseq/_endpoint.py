@@ -72,6 +72,7 @@ class EndpointHealth:
         "_outstanding",
         "_probing",
         "_unreachable_since",
+        "_watch",
         "_why",
         "clock",
         "down_after_secs",
@@ -108,6 +109,9 @@ class EndpointHealth:
         self._unreachable_since: float | None = None  # connections failing, no answer since
         self._confirming: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
+        # A timer that looks at the oldest request outstanding once it may have waited past
+        # the threshold: a lone request with nothing sent after it must raise the suspicion.
+        self._watch: asyncio.TimerHandle | None = None
         self._why = ""  # the evidence it went down on
         self._closed = False
 
@@ -131,6 +135,8 @@ class EndpointHealth:
                 if now - max(oldest, self._last_answer) >= self.down_after_secs:
                     self._suspect(now)
         outstanding[ticket] = now
+        if self._watch is None:
+            self._watch_in(self.down_after_secs)
         return ticket
 
     def answered(self, ticket: int | None = None) -> None:
@@ -195,6 +201,31 @@ class EndpointHealth:
         return error
 
     # --- deciding ---------------------------------------------------------------------------------
+
+    def _watch_in(self, secs: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # (no loop: nothing to watch with; sent() looks on each request)
+            return
+        self._watch = loop.call_later(secs, self._look)
+
+    def _look(self) -> None:
+        """The watch's timer: suspect the oldest request outstanding if it has waited past the
+        threshold with no answer to anything meanwhile, else look again when it will have."""
+        self._watch = None
+        outstanding = self._outstanding
+        if not outstanding or self._closed or self.down_since is not None:
+            return
+        if self._confirming is not None:
+            self._watch_in(self.down_after_secs)
+            return
+        now = self.clock.now()
+        waited = now - max(next(iter(outstanding.values())), self._last_answer)
+        if waited >= self.down_after_secs:
+            self._suspect(now)
+            self._watch_in(self.down_after_secs)
+        else:
+            self._watch_in(self.down_after_secs - waited)
 
     def _suspect(self, now: float) -> None:
         """A request unanswered past the threshold: confirm with a probe of its own."""
@@ -277,6 +308,9 @@ class EndpointHealth:
         if not self._closed and self.down_since is not None:
             self._tell(up=True, secs=self.clock.now() - self.down_since)
         self._closed = True
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         tasks = [t for t in (self._probing, self._confirming) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
