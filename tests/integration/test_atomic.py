@@ -39,7 +39,15 @@ async def test_counters_are_independent(aioseq_store: DynamoStore) -> None:
 async def test_500_concurrent_callers_get_distinct_numbers(aioseq_store: DynamoStore) -> None:
     orders = aioseq_store.atomic_counter("orders")
     numbers = await asyncio.gather(*(orders.next() for _ in range(500)))
-    assert_exactly(numbers, 1, 500)
+    lost = sum(orders.statistics().retries.values())  # (a retried ADD may have been applied)
+    if not lost:
+        assert_exactly(numbers, 1, 500)
+    else:
+        # A loaded machine (CI: load 10, moto serving one request at a time): answers read
+        # after the client's read timeout. Each ADD retried may cost a number (a gap,
+        # documented), never a duplicate.
+        seen = assert_distinct(numbers)
+        assert len(seen) == 500 and seen[-1] <= 500 + lost, (lost, seen[-5:])
     assert orders.statistics().numbers == 500
 
 
