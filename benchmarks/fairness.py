@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -429,30 +428,11 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.fairness", __doc__, endpoint_url=False)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--rounds", type=int)
-    parser.add_argument("--row-secs", type=float)
-    parser.add_argument(
-        "--sections", type=_report.comma_separated(SECTIONS, "sections"), help=",".join(SECTIONS)
-    )
-    parser.add_argument(
-        "--strategies", type=_report.comma_separated(STRATEGIES), help=",".join(STRATEGIES)
-    )
-    args = parser.parse_args(arguments)
-    s = QUICK if args.quick else Settings()
-    if args.rounds:
-        s = replace(s, rounds=args.rounds)
-    if args.row_secs:
-        s = replace(s, row_secs=args.row_secs)
-    if args.sections:
-        s = replace(s, sections=args.sections)
-    if args.strategies:
-        s = replace(s, strategies=args.strategies)
-    return _report.measure_and_save(
-        "fairness", arguments, args, s.__dict__, lambda endpoint: run(s, endpoint), markdown
-    )
+    return _report.main(
+        "fairness", __doc__, argv, Settings(), run, markdown, quick=QUICK,
+        options=("rounds", "row_secs", "sections", "strategies"),
+        choices={"sections": SECTIONS, "strategies": STRATEGIES},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
