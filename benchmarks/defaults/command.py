@@ -20,7 +20,7 @@ from benchmarks import _report
 from benchmarks._report import header, machine
 from benchmarks.defaults.bench import Result
 from benchmarks.defaults.options import QUICK, SECTIONS, Options
-from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown, targets_table
+from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown
 from benchmarks.defaults.sections import rows_planned, run
 from benchmarks.row import server
 
@@ -80,11 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "defaults.json").write_text(json.dumps(_jsonable(report), indent=2) + "\n")
     (out / "defaults.md").write_text(markdown(report))
 
-    print(targets_table(report["targets"], details=False, style="simple"))
     if report["recommendation"]:
-        print("\n" + _recommendation_text(report["recommendation"]))
+        print(_recommendation_text(report["recommendation"]) + "\n")
     rows = len(report["results"])
-    print(f"\n{rows} rows in {report['wall_secs']:.0f} s; wrote {out}/defaults.{{json,md}}")
+    print(f"{rows} rows in {report['wall_secs']:.0f} s; wrote {out}/defaults.{{json,md}}")
     if not report["ok"]:
         failed = ", ".join(
             f"{r.section}: {r.row.label} ({r.row.tasks} tasks)"

@@ -216,10 +216,8 @@ def test_the_defaults_quick_run_measures_every_section(
         assert row["ok"] and row["duplicates"] == 0, row
         assert row["numbers"] >= 1 and row["numbers_per_s"] > 0
         assert row["client_cpu_secs"] > 0 and 0 <= row["client_gc_secs"] <= row["client_cpu_secs"]
-    # Each target of each section, measured.
-    names = [t["name"] for t in report["targets"]]
-    assert len(names) == 1 + 3 + 1 + len(defaults.QUICK.overhead_tasks), names
-    assert all(t["figure"] > 0 for t in report["targets"])
+    # The targets were graded once (docs/benchmarks.md); a run reports rows, no grades.
+    assert "targets" not in report
     # The capacity model saw the hot-key rows; the raw baseline sent one request per number.
     hot = [r for r in results if r["section"] == "hot-key"]
     assert all(r["throttled"] is not None and r["consumed_wcu"] > 0 for r in hot)
@@ -237,7 +235,7 @@ def test_the_defaults_quick_run_measures_every_section(
     assert set(recommendation["recommended"]) == {"max_group_size", "batch_window_secs"}
 
     text = (tmp_path / "defaults.md").read_text()
-    for heading in ("## Targets", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "Recommendation"):
+    for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "Recommendation"):
         assert heading in text
     assert report["command"] in text and "FAILED" not in text
 
@@ -291,7 +289,6 @@ async def test_the_defaults_checks_catch_a_planted_duplicate_or_gap(
         "load_average_at_end": [0.0],
         "wall_secs": 1.0,
         "results": results,
-        "targets": defaults.targets(results, bench.options),
         "recommendation": {},
     }
     assert defaults.markdown(report).count("FAILED") == 3  # two gapless rows and the peer's
