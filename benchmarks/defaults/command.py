@@ -9,7 +9,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,9 @@ from benchmarks.row import server
 
 def parser() -> argparse.ArgumentParser:
     parser = _report.parser("python -m benchmarks.defaults", package.__doc__)
-    parser.add_argument(
-        "--sections",
-        type=_report.comma_separated(SECTIONS, "sections"),
-        help=f"some of {','.join(SECTIONS)}",
+    _report.add_settings(
+        parser, Options(), ("sections",), quick=True, choices={"sections": SECTIONS}
     )
-    parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -48,9 +44,7 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(arguments)
-    options = QUICK if args.quick else Options()
-    if args.sections:
-        options = replace(options, sections=args.sections)
+    options = _report.settings_from(args, Options(), ("sections",), QUICK)
     started = time.perf_counter()
     with server(args.server, args.endpoint_url) as (endpoint, description):
         report: dict[str, Any] = {
