@@ -189,8 +189,8 @@ S = TypeVar("S", bound="DataclassInstance")
 
 
 def _numbers(field: dataclasses.Field[Any]) -> Callable[[str], tuple[float | None, ...]]:
-    """An argparse ``type``: comma-separated numbers, positive ints where the field's default
-    holds ints; ``none`` (or ``0``) for none where the field's type allows ``None``."""
+    """An argparse ``type``: comma-separated numbers (positive ints where the field is a tuple
+    of ints); ``none`` (or ``0``) for none where the field's type allows ``None``."""
     optional = "None" in str(field.type)
     ints = "int" in str(field.type)
 
