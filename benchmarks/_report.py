@@ -1,18 +1,24 @@
 """What every benchmark shares: the options that say where to measure and where the files go,
-and what every report starts with (when, where, which versions)."""
+what every report starts with (when, where, which versions), and the scaffold a benchmark's
+``main()`` is (:func:`main`): it declares its settings and its measurement, nothing else."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: Where the reports go by default: ``benchmarks/results``.
 RESULTS = Path(__file__).parent / "results"
@@ -177,3 +183,121 @@ def measure_and_save(
     report["machine"] = machine()
     save(args.out, name, report, markdown(report))
     return 0 if report["ok"] else 1
+
+
+S = TypeVar("S", bound="DataclassInstance")
+
+
+def _numbers(field: dataclasses.Field[Any]) -> Callable[[str], tuple[float | None, ...]]:
+    """An argparse ``type``: comma-separated numbers (positive ints where the field is a tuple
+    of ints); ``none`` (or ``0``) for none where the field's type allows ``None``."""
+    optional = "None" in str(field.type)
+    ints = "int" in str(field.type)
+
+    def parse(text: str) -> tuple[float | None, ...]:
+        def one(part: str) -> float | None:
+            if optional and part in ("none", "0"):
+                return None
+            try:
+                value = int(part) if ints else float(part)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(f"not a number: {part!r}") from exc
+            if ints and value < 1:
+                raise argparse.ArgumentTypeError(f"need positive ints: {text!r}")
+            return value
+
+        values = tuple(one(part.strip()) for part in text.split(",") if part.strip())
+        if not values:
+            raise argparse.ArgumentTypeError(f"no values in {text!r}")
+        return values
+
+    return parse
+
+
+def _default_text(value: object) -> str:
+    if isinstance(value, tuple):
+        return ",".join("none" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+                        for v in value)  # fmt: skip
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def add_settings(
+    parser: argparse.ArgumentParser,
+    settings: DataclassInstance,
+    options: Sequence[str],
+    *,
+    quick: bool,
+    choices: Mapping[str, Sequence[str]] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> None:
+    """Add ``--quick`` (if ``quick``) and ``--FIELD`` for each field of the frozen dataclass
+    ``settings`` named in ``options`` to ``parser``: ``row_secs`` is ``--row-secs``, of the
+    default's type; a tuple field takes a comma-separated list, of ``choices[FIELD]`` when
+    given, else of numbers; ``notes[FIELD]`` goes before the default in its help. Read them
+    back with `settings_from()`."""
+    if quick:
+        parser.add_argument("--quick", action="store_true", help="seconds: the smoke test's sizes")
+    fields = {field.name: field for field in dataclasses.fields(settings)}
+    for option in options:
+        default = getattr(settings, option)
+        if option in (choices or {}):
+            known = tuple((choices or {})[option])
+            kind: Callable[[str], Any] = comma_separated(known, option)
+            every = "all" if tuple(default) == known else _default_text(default)
+            text = f"comma-separated, from {','.join(known)} (default: {every})"
+        else:
+            kind = _numbers(fields[option]) if isinstance(default, tuple) else type(default)
+            text = f"default: {_default_text(default)}"
+        if option in (notes or {}):
+            text = f"{(notes or {})[option]} ({text})"
+        parser.add_argument(f"--{option.replace('_', '-')}", type=kind, help=text)
+
+
+def settings_from(
+    args: argparse.Namespace, settings: S, options: Sequence[str], quick: S | None = None
+) -> S:
+    """``quick`` (with ``--quick``) or ``settings``, with each of ``options`` given on the
+    command line (see `add_settings()`) on top."""
+    chosen = quick if quick is not None and args.quick else settings
+    given = {option: getattr(args, option) for option in options}
+    return dataclasses.replace(chosen, **{k: v for k, v in given.items() if v is not None})
+
+
+def main(
+    name: str,
+    description: str | None,
+    argv: Sequence[str] | None,
+    settings: S,
+    run: Callable[[S, str], Coroutine[Any, Any, dict[str, Any]]],
+    markdown: Callable[[dict[str, Any]], str],
+    *,
+    options: Sequence[str],
+    quick: S | None = None,
+    choices: Mapping[str, Sequence[str]] | None = None,
+    notes: Mapping[str, str] | None = None,
+    plot: Callable[[dict[str, Any], Path], None] | None = None,
+) -> int:
+    """A benchmark's whole ``main()``: its command line, server, run and report.
+
+    The command line is `parser()`'s (``--server``, ``--out``) and `add_settings()`'s
+    (``--quick`` when there is a ``quick`` settings, ``--FIELD`` for each of ``options``);
+    `measure_and_save()` runs ``run(settings_from(...), endpoint)`` and writes
+    ``OUT/NAME.json`` and ``.md``; ``plot(report, OUT/NAME.png)`` then draws, if given.
+    Returns the exit status: 0 when the report's ``ok``, else 1."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    made = parser(f"python -m benchmarks.{name}", description, endpoint_url=False)
+    add_settings(made, settings, options, quick=quick is not None, choices=choices, notes=notes)
+    args = made.parse_args(arguments)
+    chosen = settings_from(args, settings, options, quick)
+    code = measure_and_save(
+        name,
+        arguments,
+        args,
+        dataclasses.asdict(chosen),
+        lambda endpoint: run(chosen, endpoint),
+        markdown,
+    )
+    if plot is not None:
+        out: Path = args.out
+        plot(json.loads((out / f"{name}.json").read_text()), out / f"{name}.png")
+    return code

@@ -365,55 +365,45 @@ def plot(report: dict[str, Any], rows: Sequence[Row], path: Path) -> None:
 # --- command line ----------------------------------------------------------------------------
 
 
-def _positive_ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of ints: {text!r}") from exc
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"need positive ints: {text!r}")
-    return values
+#: The settings the command line takes (``--row-secs`` for ``row_secs``).
+OPTIONS = (
+    "concurrency",
+    "processes",
+    "count",
+    "row_secs",
+    "strategies",
+    "block_sizes",
+    "warmup_secs",
+    "hot_calls",
+)
 
 
 def parser() -> argparse.ArgumentParser:
     parser = _report.parser("python -m benchmarks", __doc__)
-    parser.add_argument(
-        "--concurrency", type=_positive_ints, help="tasks per row, e.g. 1,16,128,1024"
+    _report.add_settings(
+        parser,
+        Options(),
+        OPTIONS,
+        quick=True,
+        choices={"strategies": variants_module.NAMES},
+        notes={
+            "concurrency": "tasks per row",
+            "processes": "process counts per row",
+            "count": "numbers per row at most (at least the tasks)",
+            "row_secs": "a row starts no call after this",
+            "strategies": "atomic is always run",
+            "block_sizes": "allocator blocks",
+            "warmup_secs": "untimed traffic first",
+            "hot_calls": "calls per round of the hot-path test",
+        },
     )
-    parser.add_argument("--processes", type=_positive_ints, help="process counts per row, e.g. 1,4")
-    parser.add_argument("--count", type=int, help="numbers per row at most (at least C)")
-    parser.add_argument("--row-secs", type=float, help="a row starts no call after this")
-    parser.add_argument(
-        "--strategies",
-        type=_report.comma_separated(variants_module.NAMES),
-        help=f"comma-separated, from {','.join(variants_module.NAMES)} (atomic is always run)",
-    )
-    parser.add_argument("--block-sizes", type=_positive_ints, help="allocator blocks")
-    parser.add_argument("--warmup-secs", type=float, help="untimed traffic first")
-    parser.add_argument("--hot-calls", type=int, help="calls per round of the hot-path test")
-    parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
 def options_from(args: argparse.Namespace) -> Options:
     """``--quick`` or the full defaults, with each option given on the command line on top."""
-    base = QUICK if args.quick else Options()
-    chosen = {
-        name: getattr(args, name)
-        for name in (
-            "concurrency",
-            "processes",
-            "count",
-            "row_secs",
-            "strategies",
-            "block_sizes",
-            "warmup_secs",
-            "hot_calls",
-        )
-        if getattr(args, name) is not None
-    }
-    return Options(**{**asdict(base), **chosen})
+    return _report.settings_from(args, Options(), OPTIONS, QUICK)
 
 
 def _sizing(options: Options) -> str:

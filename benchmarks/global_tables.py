@@ -26,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from aioseq import DynamoStore, RetryPolicy
@@ -221,17 +221,10 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.global_tables", __doc__, endpoint_url=False)
-    parser.add_argument("--quick", action="store_true", help="seconds: the smoke test's sizes")
-    parser.add_argument("--numbers", type=int, default=Settings.numbers)
-    parser.add_argument("--tasks", type=int, default=Settings.tasks)
-    parser.add_argument("--rounds", type=int, default=Settings.rounds)
-    args = parser.parse_args(arguments)
-    s = QUICK if args.quick else Settings(args.numbers, args.tasks, args.rounds)
-    return _report.measure_and_save(
-        "global_tables", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
+    return _report.main(
+        "global_tables", __doc__, argv, Settings(), run, markdown,
+        options=("numbers", "tasks", "rounds"), quick=QUICK,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ memory still held at the end by what ``aioseq/allocator.py`` allocated (``tracem
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import tracemalloc
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from aioseq import DynamoStore, admin
@@ -184,27 +183,12 @@ def _seconds(runway_secs: float | None) -> str:
     return "none" if runway_secs is None else f"{runway_secs:g} s"
 
 
-def _runway_option(text: str) -> float | None:
-    return None if text in ("none", "0") else float(text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.hard_days", __doc__, endpoint_url=False)
-    parser.add_argument("--items", type=int, default=Settings.items)
-    parser.add_argument("--rate", type=int, default=Settings.rate)
-    parser.add_argument("--runway-run-secs", type=float, default=Settings.runway_run_secs)
-    parser.add_argument(
-        "--runways",
-        type=lambda text: tuple(_runway_option(part) for part in text.split(",")),
-        default=Settings().runways,
-        help="comma-separated runways in seconds, none for none (default: none,30,120)",
-    )
-    args = parser.parse_args(arguments)
-    s = Settings(args.items, args.rate, args.runway_run_secs, args.runways)
-    return _report.measure_and_save(
-        "hard_days", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
+    return _report.main(
+        "hard_days", __doc__, argv, Settings(), run, markdown,
+        options=("items", "rate", "runway_run_secs", "runways"),
+        notes={"runways": "runways in seconds, none for none"},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

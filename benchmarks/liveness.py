@@ -664,35 +664,12 @@ async def run(s: Settings, endpoint: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.liveness", __doc__, endpoint_url=False)
-    parser.add_argument(
-        "--sections", type=_report.comma_separated(SECTIONS, "sections"), help=",".join(SECTIONS)
-    )
-    parser.add_argument(
-        "--strategies", type=_report.comma_separated(STRATEGIES), help=",".join(STRATEGIES)
-    )
-    parser.add_argument("--processes", type=int)
-    parser.add_argument("--tasks", type=int)
-    parser.add_argument("--secs", type=float, help="each deadlines row (10)")
-    parser.add_argument("--deadlines", help="seconds, comma-separated (0.1,0.03)")
-    args = parser.parse_args(arguments)
-    s = Settings()
-    if args.sections:
-        s = replace(s, sections=args.sections)
-    if args.strategies:
-        s = replace(s, strategies=args.strategies)
-    if args.processes:
-        s = replace(s, processes=args.processes)
-    if args.tasks:
-        s = replace(s, tasks=args.tasks)
-    if args.secs:
-        s = replace(s, secs=args.secs)
-    if args.deadlines:
-        s = replace(s, deadlines=tuple(float(d) for d in args.deadlines.split(",")))
-    return _report.measure_and_save(
-        "liveness", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
+    return _report.main(
+        "liveness", __doc__, argv, Settings(), run, markdown,
+        options=("sections", "strategies", "processes", "tasks", "secs", "deadlines"),
+        choices={"sections": SECTIONS, "strategies": STRATEGIES},
+        notes={"secs": "each deadlines row"},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -786,17 +786,18 @@ def markdown(report: dict[str, Any]) -> str:
 # --- command line --------------------------------------------------------------------------
 
 
+#: The settings the command line takes (``--row-secs`` for ``row_secs``).
+OPTIONS = ("keys", "rounds", "row_secs")
+
+
 def parser() -> argparse.ArgumentParser:
     parser = _report.parser("python -m benchmarks.many_keys", __doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes: the smoke test")
-    parser.add_argument(
-        "--keys",
-        type=int,
-        help="section 3's keys (default: 100,000 on DynamoDB Local or a given endpoint,"
-        " 5,000 on moto; 2,000 with --quick)",
-    )
-    parser.add_argument("--rounds", type=int, help="rows per mode in sections 1 and 2")
-    parser.add_argument("--row-secs", type=float, help="a row of sections 1-2 starts no call after")
+    notes = {
+        "keys": "section 3's keys, on DynamoDB Local or a given endpoint; 5,000 on moto",
+        "rounds": "rows per mode in sections 1 and 2",
+        "row_secs": "a row of sections 1-2 starts no call after",
+    }
+    _report.add_settings(parser, Options(), OPTIONS, quick=True, notes=notes)
     parser.add_argument(
         "--sections", default="1,2,3", help="which sections to run, e.g. 3 (default: 1,2,3)"
     )
@@ -812,15 +813,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    options = QUICK if args.quick else Options()
-    if not args.quick and args.server == "moto" and not args.endpoint_url:
+    options = _report.settings_from(args, Options(), OPTIONS, QUICK)
+    if args.keys is None and not args.quick and args.server == "moto" and not args.endpoint_url:
         options = replace(options, keys=DEFAULT_KEYS["moto"])
-    chosen = {
-        name: getattr(args, name)
-        for name in ("keys", "rounds", "row_secs", "trace_memory")
-        if getattr(args, name) is not None
-    }
-    return replace(options, **chosen)
+    if args.trace_memory is not None:
+        options = replace(options, trace_memory=args.trace_memory)
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -302,20 +300,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.outage", __doc__, endpoint_url=False)
-    parser.add_argument("--outage-secs", type=float, default=Settings.outage_secs)
-    parser.add_argument("--silent-secs", type=float, default=Settings.silent_secs)
-    parser.add_argument("--rate", type=int, default=Settings.rate)
-    parser.add_argument("--runway-secs", type=float, default=Settings.runway_secs)
-    args = parser.parse_args(arguments)
-    s = Settings(args.outage_secs, args.silent_secs, args.rate, args.runway_secs)
-    code = _report.measure_and_save(
-        "outage", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
-    out: Path = args.out
-    plot(json.loads((out / "outage.json").read_text()), out / "outage.png")
-    return code
+    return _report.main(
+        "outage", __doc__, argv, Settings(), run, markdown, plot=plot,
+        options=("outage_secs", "silent_secs", "rate", "runway_secs"),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,11 +24,10 @@ import asyncio
 import contextlib
 import os
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from aioseq import DynamoStore, RetryPolicy
@@ -340,31 +339,10 @@ def _puts_lines(report: dict[str, Any]) -> list[tuple[int, str, float, list[dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.partitions", __doc__, endpoint_url=False)
-    parser.add_argument("--quick", action="store_true", help="seconds: the smoke test's sizes")
-    parser.add_argument("--puts", type=int, default=Settings.puts)
-    parser.add_argument("--put-tasks", type=int, default=Settings.put_tasks)
-    parser.add_argument("--put-rounds", type=int, default=Settings.put_rounds)
-    parser.add_argument("--small-partition-wcu", type=float, default=Settings.small_partition_wcu)
-    parser.add_argument("--tasks", type=int, default=Settings.tasks)
-    parser.add_argument("--row-secs", type=float, default=Settings.row_secs)
-    args = parser.parse_args(arguments)
-    s = (
-        QUICK
-        if args.quick
-        else Settings(
-            puts=args.puts,
-            put_tasks=args.put_tasks,
-            put_rounds=args.put_rounds,
-            small_partition_wcu=args.small_partition_wcu,
-            tasks=args.tasks,
-            row_secs=args.row_secs,
-        )
-    )
-    return _report.measure_and_save(
-        "partitions", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
+    return _report.main(
+        "partitions", __doc__, argv, Settings(), run, markdown, quick=QUICK,
+        options=("puts", "put_tasks", "put_rounds", "small_partition_wcu", "tasks", "row_secs"),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

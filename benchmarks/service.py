@@ -51,7 +51,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -640,27 +640,12 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _report.parser("python -m benchmarks.service", __doc__, endpoint_url=False)
-    parser.add_argument("--quick", action="store_true", help="seconds: the smoke test's sizes")
-    parser.add_argument("--secs", type=float, default=Settings.secs, help="seconds a row")
-    parser.add_argument("--clients", type=int, default=Settings.clients)
-    parser.add_argument("--rounds", type=int, default=Settings.rounds)
-    parser.add_argument("--warmup-secs", type=float, default=Settings.warmup_secs)
-    parser.add_argument("--services", type=_report.comma_separated(tuple(SERVICES), "services"))
-    parser.add_argument("--routes", type=_report.comma_separated(tuple(ROUTES), "routes"))
-    args = parser.parse_args(arguments)
-    s = QUICK if args.quick else Settings(args.secs, args.clients, args.rounds, args.warmup_secs)
-    if args.services:
-        s = replace(s, services=args.services)
-    if args.routes:
-        s = replace(s, routes=args.routes)
-    code = _report.measure_and_save(
-        "service", arguments, args, asdict(s), lambda endpoint: run(s, endpoint), markdown
-    )
-    out: Path = args.out
-    plot(json.loads((out / "service.json").read_text()), out / "service.png")
-    return code
+    return _report.main(
+        "service", __doc__, argv, Settings(), run, markdown, quick=QUICK, plot=plot,
+        options=("secs", "clients", "rounds", "warmup_secs", "services", "routes"),
+        choices={"services": tuple(SERVICES), "routes": tuple(ROUTES)},
+        notes={"secs": "seconds a row"},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

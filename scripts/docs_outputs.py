@@ -293,15 +293,6 @@ def contention_table() -> None:
     emit(contention._tabulate(contention.summary_rows(rows), "github"), lang=None)
 
 
-def defaults_targets() -> None:
-    """The defaults' targets, from docs/performance/defaults.json."""
-    from benchmarks.defaults.report import targets_table
-    from benchmarks.defaults.targets import Target
-
-    found = [Target(**target) for target in _report("defaults")["targets"]]
-    emit(targets_table(found), lang=None)
-
-
 def many_keys_targets(name: str = "many_keys", *, measured: bool = False) -> None:
     """The many-keys targets, from docs/performance/NAME.json; with ``measured``, when, where
     and how the run was measured first."""

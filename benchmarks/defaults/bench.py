@@ -8,7 +8,7 @@ import contextlib
 import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -192,6 +192,20 @@ class Result:
             if self.machine_busy is not None
             else None,
         }
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}" if ms >= 0.001 else f"{ms:.2g}"
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _pooled_rate(results: Sequence[Result]) -> float:
+    """Numbers per second over several rows: all their numbers over all their time."""
+    wall = sum(r.row.wall_secs for r in results)
+    return sum(r.row.numbers for r in results) / wall if wall else 0.0
 
 
 @dataclass

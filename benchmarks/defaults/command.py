@@ -9,7 +9,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,16 @@ from benchmarks import _report
 from benchmarks._report import header, machine
 from benchmarks.defaults.bench import Result
 from benchmarks.defaults.options import QUICK, SECTIONS, Options
-from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown, targets_table
+from benchmarks.defaults.report import _jsonable, _recommendation_text, markdown
 from benchmarks.defaults.sections import rows_planned, run
 from benchmarks.row import server
 
 
 def parser() -> argparse.ArgumentParser:
     parser = _report.parser("python -m benchmarks.defaults", package.__doc__)
-    parser.add_argument(
-        "--sections",
-        type=_report.comma_separated(SECTIONS, "sections"),
-        help=f"some of {','.join(SECTIONS)}",
+    _report.add_settings(
+        parser, Options(), ("sections",), quick=True, choices={"sections": SECTIONS}
     )
-    parser.add_argument("--quick", action="store_true", help="a few seconds: the smoke test")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -48,9 +44,7 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(arguments)
-    options = QUICK if args.quick else Options()
-    if args.sections:
-        options = replace(options, sections=args.sections)
+    options = _report.settings_from(args, Options(), ("sections",), QUICK)
     started = time.perf_counter()
     with server(args.server, args.endpoint_url) as (endpoint, description):
         report: dict[str, Any] = {
@@ -80,11 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "defaults.json").write_text(json.dumps(_jsonable(report), indent=2) + "\n")
     (out / "defaults.md").write_text(markdown(report))
 
-    print(targets_table(report["targets"], details=False, style="simple"))
     if report["recommendation"]:
-        print("\n" + _recommendation_text(report["recommendation"]))
+        print(_recommendation_text(report["recommendation"]) + "\n")
     rows = len(report["results"])
-    print(f"\n{rows} rows in {report['wall_secs']:.0f} s; wrote {out}/defaults.{{json,md}}")
+    print(f"{rows} rows in {report['wall_secs']:.0f} s; wrote {out}/defaults.{{json,md}}")
     if not report["ok"]:
         failed = ", ".join(
             f"{r.section}: {r.row.label} ({r.row.tasks} tasks)"

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.defaults.bench import Result
+from benchmarks.defaults.bench import Result, _mean, _pooled_rate
 from benchmarks.defaults.options import CURRENT_DEFAULTS, Options
-from benchmarks.defaults.targets import _mean, _pooled_rate
 
 
 @dataclass(frozen=True)

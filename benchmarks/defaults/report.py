@@ -8,10 +8,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from benchmarks.defaults.bench import Result
+from benchmarks.defaults.bench import Result, _ms
 from benchmarks.defaults.options import CURRENT_DEFAULTS, Options
 from benchmarks.defaults.recommendation import sweep_configs
-from benchmarks.defaults.targets import Target, _ms
 from benchmarks.row import Row
 
 
@@ -81,23 +80,6 @@ def rows_table(results: Sequence[Result], extra: Sequence[str] = ()) -> str:
             ]
         )
     return _table(headers, cells)
-
-
-def targets_table(found: Sequence[Target], *, details: bool = True, style: str = "github") -> str:
-    """The targets: measured, goal, met or not, and (``details``) the figures behind each."""
-    cells = [
-        [
-            t.name,
-            f"{t.figure:g}{t.unit}",
-            f">= {t.goal:g}{t.unit}",
-            "met" if t.met else "NOT MET",
-            *([t.detail + (f". Why not: {t.why}" if t.why else "")] if details else []),
-        ]
-        for t in found
-    ]
-    headers = ["target", "measured", "goal", ""] + (["figures"] if details else [])
-    align = ("left", "right", "right", "left", "left")[: len(headers)]
-    return _table(headers, cells, style, align)
 
 
 def sweep_tables(results: Sequence[Result], options: Options) -> list[str]:
@@ -187,10 +169,6 @@ def markdown(report: dict[str, Any]) -> str:
         " it takes numbers, the server's (DynamoDB Local's JVM) and the proxy's over the row,"
         " and the whole machine's (other work on it included), as cores in use.",
         "",
-        "## Targets",
-        "",
-        targets_table(report["targets"]),
-        "",
     ]
     if rows := by.get("peer"):
         lines += [
@@ -236,9 +214,9 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             f"{options.tasks} tasks in all; in {options.processes} processes each takes its"
             " share after a start barrier and times it there (interpreter start-up and client"
-            " set-up not counted). Rounds alternate; the ratio is the median of the rounds'"
-            " ratios. `per process` (JSON) holds each process's puts and timed seconds. The"
-            " diagnostic rows (not in the target) run the same processes on stores whose"
+            " set-up not counted). Rounds alternate, so each round's rows ran next to each"
+            " other. `per process` (JSON) holds each process's puts and timed seconds. The"
+            " diagnostic rows (beside the comparison) run the same processes on stores whose"
             " retries back off at most 10 ms (`RetryPolicy(max_backoff_secs=0.01)`), to tell"
             " whether the losers' growing backoff is what slows them.",
             "",
@@ -412,5 +390,4 @@ def _jsonable(report: dict[str, Any]) -> dict[str, Any]:
     out = dict(report)
     out["options"] = asdict(report["options"])
     out["results"] = [{**asdict(r), "cores": r.cores()} for r in report["results"]]
-    out["targets"] = [asdict(t) for t in report["targets"]]
     return out

@@ -26,7 +26,6 @@ from benchmarks.defaults.options import (
 )
 from benchmarks.defaults.profiling import measure_added_cost, profile_atomic
 from benchmarks.defaults.recommendation import recommend
-from benchmarks.defaults.targets import targets
 from benchmarks.variants import Variant, client_config
 
 # --- the sections ----------------------------------------------------------------------------
@@ -269,7 +268,6 @@ async def run(
                 for pool in bench.pools.values():
                     pool.shutdown()
     body["results"] = bench.results
-    body["targets"] = targets(bench.results, options, body.get("added_cost"))
     body["recommendation"] = recommend(bench.results, options)
     body["ok"] = all(r.row.ok for r in bench.results)
     return body
