@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import aioboto3
 
+from aioseq import _table
 from aioseq._checks import check_count, check_endpoint_url, check_region, check_seconds
 from aioseq._client import open_client
 from aioseq._endpoint import EndpointHealth
@@ -30,7 +31,6 @@ from aioseq.allocator import BlockAllocator
 from aioseq.clock import Clock, LoopClock
 from aioseq.config import (
     DEFAULT_TABLE_NAME,
-    EXPIRES_ATTRIBUTE,
     IDEMPOTENCY_MEMORY_BYTES,
     IDEMPOTENCY_TTL_SECS,
     MAX_NUMBER,
@@ -47,7 +47,6 @@ from aioseq.errors import (
     StoreClosed,
     StoreError,
     StoreNotOpened,
-    ValidationFailed,
     WrongEventLoop,
 )
 from aioseq.formatting import IdFormat
@@ -78,8 +77,6 @@ __all__ = ["DynamoStore"]
 
 log = logging.getLogger("aioseq")
 
-#: Seconds between two ``DescribeTable`` polls while a new table is not ``ACTIVE`` yet.
-TABLE_POLL_SECS = 0.5
 #: The default ``idle_secs``: a shared object unused for 5 minutes is dropped (one conditional
 #: write per dropped allocator; a key used at least every few minutes is never dropped).
 DEFAULT_IDLE_SECS = 300.0
@@ -1105,29 +1102,25 @@ class DynamoStore:
             raise NumberingMismatch(key, UNSCOPED, record)
         return record
 
-    # --- the table --------------------------------------------------------------------------
+    # --- the table (aioseq._table) ----------------------------------------------------------
 
     async def create_table(self, *, timeout_secs: float = 60.0, ttl: bool = False) -> bool:
         """Create the table (on-demand, ``PAY_PER_REQUEST``) if it does not exist, and wait until
         it is ``ACTIVE``. Idempotent: an existing table is checked, not changed (but for
-        ``ttl=True``).
+        ``ttl=True``). See [The table](../configuration.md#the-table).
 
-        DynamoDB calls: ``CreateTable`` (one), then ``DescribeTable`` until the table is
-        ``ACTIVE`` (at once, then every `TABLE_POLL_SECS`, at most ``timeout_secs``); with
-        ``ttl=True``, then those of [`enable_ttl()`][aioseq.DynamoStore.enable_ttl].
-        Every request runs under the store's retry engine, so a 5xx or a reset is ridden out;
-        a ``CreateTable`` whose answer was lost and that is resent finds the table it made
-        (``ResourceInUseException``), which counts as existing.
+        DynamoDB calls: ``CreateTable`` (one; a resend after a lost answer finds the table it
+        made, which counts as existing), then ``DescribeTable`` until ``ACTIVE`` (at once, then
+        every 0.5 s, at most ``timeout_secs``), one more for a table that existed; with
+        ``ttl=True``, those of [`enable_ttl()`][aioseq.DynamoStore.enable_ttl]. Each under the
+        store's retry engine; no capacity units.
 
         Parameters:
             timeout_secs: the most to wait for the table to become ``ACTIVE`` (> 0).
-            ttl: also enable the table's time to live on ``aioseq_expires``, so that
-                DynamoDB deletes expired idempotency records
+            ttl: also enable the table's time to live on ``aioseq_expires``
                 ([`enable_ttl()`][aioseq.DynamoStore.enable_ttl]; also on a table that
-                existed). Off by default: it needs IAM's
-                ``dynamodb:UpdateTimeToLive`` beyond what creating a table needs, a table has
-                one time to live attribute (a table shared with your own items may want it for
-                theirs), and only ``put(..., idempotency_key=)`` writes records that expire.
+                existed). Off by default: it needs ``dynamodb:UpdateTimeToLive``, and a table
+                has one time to live attribute ([why](../web-services.md#idempotent-requests)).
 
         Returns:
             True if this call created the table, False if it existed.
@@ -1139,49 +1132,21 @@ class DynamoStore:
             RetriesExhausted: transient errors outlasted the retry policy.
             StoreError: the table did not become active in time, or DynamoDB refused.
         """
-        check_seconds(timeout_secs, "timeout_secs")
-        spec = self.table
-        key_schema = [{"AttributeName": spec.partition_key, "KeyType": "HASH"}]
-        attributes = [{"AttributeName": spec.partition_key, "AttributeType": "S"}]
-        if spec.sort_key is not None:
-            key_schema.append({"AttributeName": spec.sort_key, "KeyType": "RANGE"})
-            attributes.append({"AttributeName": spec.sort_key, "AttributeType": spec.sort_key_type})
-        try:
-            await self.send_with_retries(
-                "create_table",
-                TableName=spec.name,
-                KeySchema=key_schema,
-                AttributeDefinitions=attributes,
-                BillingMode="PAY_PER_REQUEST",
-            )
-            created = True
-        except StoreError as exc:
-            if exc.code != "ResourceInUseException":
-                raise
-            created = False
-        self._check_open()
-        await self._wait_until_active(timeout_secs)
-        if not created:
-            await self.check_table()
-        if ttl:
-            await self.enable_ttl()
-        return created
+        return await _table.create_table(self, self._learn, timeout_secs=timeout_secs, ttl=ttl)
 
     async def enable_ttl(self) -> bool:
         """Enable the table's time to live on [`EXPIRES_ATTRIBUTE`][aioseq.config.EXPIRES_ATTRIBUTE]
         (``aioseq_expires``), so that DynamoDB deletes the idempotency records past their
-        expiry (free, within a few days of it; a record past it counts as absent either way).
-        Only aioseq's idempotency records have that attribute. Idempotent: a time to live
-        enabled (or being enabled) on it is left as it is.
+        expiry (free, within a few days of it). Idempotent: a time to live enabled (or being
+        enabled) on it is left as it is. See
+        [Idempotent requests](../web-services.md#idempotent-requests).
 
         DynamoDB calls: ``DescribeTimeToLive``, then ``UpdateTimeToLive`` when it is not
-        enabled (each under the store's retry engine; no capacity units). One that DynamoDB
-        refuses (a resend after a lost answer finds it enabled; another process enabled it)
-        is followed by a second ``DescribeTimeToLive``, which decides.
+        enabled, and a second ``DescribeTimeToLive`` if DynamoDB refuses that (each under the
+        store's retry engine; no capacity units).
 
         Returns:
-            True if this call enabled it (it was not enabled when it looked, and is now),
-            False if it was enabled already.
+            True if this call enabled it, False if it was enabled already.
 
         Raises:
             ConfigurationError: the table's time to live is on another attribute (a table has
@@ -1191,59 +1156,7 @@ class DynamoStore:
             StoreError: DynamoDB refused otherwise (``ValidationFailed``: it was changed
                 within the last hour, as DynamoDB allows one change an hour).
         """
-        if await self._ttl_enabled():
-            return False
-        try:
-            await self.send_with_retries(
-                "update_time_to_live",
-                TableName=self.table.name,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": EXPIRES_ATTRIBUTE},
-            )
-        except ValidationFailed:
-            if not await self._ttl_enabled():  # (enabled by a lost answer's first attempt?)
-                raise
-        return True
-
-    async def _ttl_enabled(self) -> bool:
-        """Whether the table's time to live is enabled (or being enabled) on
-        ``aioseq_expires``: one ``DescribeTimeToLive``.
-
-        Raises:
-            ConfigurationError: it is on another attribute.
-        """
-        described = await self.send_with_retries("describe_time_to_live", TableName=self.table.name)
-        found = described.get("TimeToLiveDescription") or {}
-        status = found.get("TimeToLiveStatus", "DISABLED")
-        name = found.get("AttributeName")
-        if status not in ("ENABLED", "ENABLING"):
-            return False
-        if name != EXPIRES_ATTRIBUTE:
-            raise ConfigurationError(
-                f"table {self.table.name!r} has its time to live on attribute {name!r}"
-                f" ({status}); a table has one, and aioseq's idempotency records expire on"
-                f" {EXPIRES_ATTRIBUTE!r}: records past their expiry still count as absent, but"
-                " DynamoDB will not delete them. Nothing was changed"
-            )
-        return True
-
-    async def _wait_until_active(self, timeout_secs: float) -> None:
-        """Poll ``DescribeTable`` (each under the retry engine) until the table is ``ACTIVE``.
-
-        Raises:
-            StoreError: it is not active after ``timeout_secs``.
-        """
-        clock = self.clock
-        deadline = clock.now() + timeout_secs
-        name = self.table.name
-        while True:
-            described = await self.send_with_retries("describe_table", TableName=name)
-            status = described.get("Table", {}).get("TableStatus")
-            if status == "ACTIVE":
-                self._learn(described["Table"])
-                return
-            if clock.now() >= deadline:
-                raise StoreError(f"table {name!r} is not active after {timeout_secs:g} s: {status}")
-            await clock.sleep(TABLE_POLL_SECS)
+        return await _table.enable_ttl(self)
 
     async def check_table(self) -> None:
         """Check that the table exists with the key schema of `table`, and learn its
@@ -1255,25 +1168,11 @@ class DynamoStore:
             TableNotFound: the table does not exist.
             ConfigurationError: its key schema differs from `table`.
         """
-        spec = self.table
-        described = (await self.send_with_retries("describe_table", TableName=spec.name))["Table"]
-        self._learn(described)
-        types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
-        found = {
-            k["KeyType"]: (k["AttributeName"], types.get(k["AttributeName"]))
-            for k in described["KeySchema"]
-        }
-        wanted = {"HASH": (spec.partition_key, "S")}
-        if spec.sort_key is not None:
-            wanted["RANGE"] = (spec.sort_key, spec.sort_key_type)
-        if found != wanted:
-            raise ConfigurationError(
-                f"table {spec.name!r} has key schema {found}, aioseq expects {wanted}"
-            )
+        await _table.check_table(self, self._learn)
 
     async def delete_table(self) -> None:
         """Delete the table (``DeleteTable``, under the retry engine). For tests and demos."""
-        await self.send_with_retries("delete_table", TableName=self.table.name)
+        await _table.delete_table(self)
 
 
 # The options' names, for the error of a factory called with other options than its key's
