@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 import aioboto3
 
 from aioseq import _table
-from aioseq._checks import check_count, check_endpoint_url, check_region, check_seconds
+from aioseq._checks import check_count, check_endpoint_url, check_seconds
 from aioseq._client import open_client
 from aioseq._endpoint import EndpointHealth
 from aioseq._items import Item
+from aioseq._options import StoreOptions
 from aioseq._registry import Registry, StoreStatistics
 from aioseq._retry import RetryEngine
 from aioseq._transport import BotocoreTransport
@@ -144,18 +145,18 @@ class DynamoStore:
         home_region: str | None = None,
         region_name: str | None = None,
     ) -> None:
-        spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        scope = _sharing(regions, region_slots, home_region)
-        if region_name is not None:
-            check_region(region_name, "region_name")
-        if idle_secs is not None:
-            check_seconds(idle_secs, "idle_secs")
-        if runway_secs == 0 and not isinstance(runway_secs, bool):
-            runway_secs = None  # as for one allocator: none
-        if runway_secs is not None:
-            check_seconds(runway_secs, "runway_secs")
+        options = StoreOptions.of(
+            table=table,
+            idle_secs=idle_secs,
+            runway_secs=runway_secs,
+            regions=regions,
+            region_slots=region_slots,
+            home_region=home_region,
+            region_name=region_name,
+        )
+        spec, scope, region_name = options.table, options.region_scope, options.region_name
         #: The runway of the block allocators `block_allocator()` makes without one of their own.
-        self.runway_secs = runway_secs
+        self.runway_secs = options.runway_secs
         #: What this store and everything made on it measure time and wait on.
         self.clock: Clock = clock or LoopClock()
         self.retry_policy = retry_policy or RetryPolicy()
@@ -208,7 +209,9 @@ class DynamoStore:
         self._adopted = itertools.count()
         self._made_peak = 0
         #: The objects the factories share, one per factory and key.
-        self._shared = Registry(idle_secs, self.observer, self.clock, after_sweep=self._shrink_made)
+        self._shared = Registry(
+            options.idle_secs, self.observer, self.clock, after_sweep=self._shrink_made
+        )
 
     @property
     def client(self) -> DynamoDBClient:
@@ -277,18 +280,19 @@ class DynamoStore:
                 ``await`` forgotten), or entered with ``with`` in place of ``async with``.
         """
         check_count(max_pool_connections, "max_pool_connections", maximum=10_000)
-        if idle_secs is not None:
-            check_seconds(idle_secs, "idle_secs")
-        if runway_secs is not None and runway_secs != 0:
-            check_seconds(runway_secs, "runway_secs")
         check_seconds(connect_timeout_secs, "connect_timeout_secs")
         check_seconds(read_timeout_secs, "read_timeout_secs")
         if endpoint_url is not None:
             check_endpoint_url(endpoint_url, "endpoint_url")
-        if region_name is not None:
-            check_region(region_name, "region_name")
-        spec = table if isinstance(table, TableSpec) else TableSpec(name=table)
-        scope = _sharing(regions, region_slots, home_region)
+        options = StoreOptions.of(
+            table=table,
+            idle_secs=idle_secs,
+            runway_secs=runway_secs,
+            regions=regions,
+            region_slots=region_slots,
+            home_region=home_region,
+            region_name=region_name,
+        )
 
         async def open_store() -> DynamoStore:
             client, stack, hint = await open_client(
@@ -303,22 +307,22 @@ class DynamoStore:
                 client,
                 owner=stack,
                 observer=observer,
-                table_name=spec.name,
+                table_name=options.table.name,
                 validates=True,
                 clock=clock,
                 down_after_secs=(retry_policy or RetryPolicy()).max_unreachable_secs,
                 endpoint_hint=hint,
             )
             try:
-                return DynamoStore(
-                    table=spec,
+                return DynamoStore(  # (its options checked already: they pass again)
+                    table=options.table,
                     transport=transport,
                     retry_policy=retry_policy,
-                    idle_secs=idle_secs,
+                    idle_secs=options.idle_secs,
                     clock=clock,
-                    runway_secs=runway_secs,
-                    regions=scope,
-                    home_region=home_region,
+                    runway_secs=options.runway_secs,
+                    regions=options.region_scope,
+                    home_region=options.home_region,
                 )
             except BaseException:
                 await transport.aclose(timeout_secs=connect_timeout_secs)
@@ -1272,29 +1276,3 @@ class _Opening:
 
         def __exit__(self, *exc_info: object) -> None:
             pass  # (never reached: __enter__ raises)
-
-
-def _sharing(
-    regions: Sequence[str] | RegionScope | None, slots: int | None, home_region: str | None
-) -> RegionScope | None:
-    """The Region scope ``regions=`` and ``region_slots=`` ask for, ``home_region=`` checked.
-
-    Raises:
-        ConfigurationError: bad Regions or slots, slots without Regions, a bad home Region,
-            or both ways at once.
-    """
-    if home_region is not None:
-        check_region(home_region, "home_region")
-        if regions is not None:
-            raise ConfigurationError(
-                "regions= and home_region= are two ways to share counters across Regions: pass one"
-            )
-    if regions is None:
-        if slots is not None:
-            raise ConfigurationError("region_slots= goes with regions=")
-        return None
-    if isinstance(regions, RegionScope):
-        if slots is not None and slots != regions.slots:
-            raise ConfigurationError(f"region_slots={slots} differs from {regions}")
-        return regions
-    return RegionScope(tuple(regions) if not isinstance(regions, str) else regions, slots or 0)  # type: ignore[arg-type]

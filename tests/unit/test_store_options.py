@@ -121,6 +121,36 @@ def test_bad_client_options_are_refused(options: dict[str, object]) -> None:
         DynamoStore.open(**options)  # type: ignore[arg-type]
 
 
+#: A store's own options, each bad: DynamoStore() and DynamoStore.open() check them in one place
+#: (aioseq/_options.py), open() before it opens anything.
+BAD_STORE_OPTIONS = [
+    ({"table": "ab"}, "table name"),
+    ({"idle_secs": -1}, "idle_secs"),
+    ({"runway_secs": math.nan}, "runway_secs"),
+    ({"runway_secs": False}, "runway_secs"),
+    ({"region_name": "bad region!"}, "AWS region name"),
+    ({"home_region": "bad region!"}, "AWS region name"),
+    ({"regions": ["us-east-1"], "home_region": "eu-west-1"}, "pass one"),
+    ({"region_slots": 2}, "goes with regions="),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_STORE_OPTIONS)
+def test_bad_store_options_are_refused_by_open_before_anything_is_opened(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        DynamoStore.open(endpoint_url=ENDPOINT, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_STORE_OPTIONS)
+def test_bad_store_options_are_refused_by_the_store(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        DynamoStore(transport=FakeDynamoDB(), **options)  # type: ignore[arg-type]
+
+
 # --- the mistakes a newcomer makes first: each error says what to do instead ----------------
 
 
