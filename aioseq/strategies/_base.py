@@ -28,6 +28,7 @@ from aioseq.errors import ConfigurationError, NumberingMismatch, StoreClosed
 from aioseq.numbering import Numbering, numbering_for, refuse_scoped
 from aioseq.strategies._counter_item import CounterItem, TrackedCounterItem
 from aioseq.strategies._recent_writes import LostAnswers
+from aioseq.strategies._turn import Turn
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -564,12 +565,15 @@ class GroupCommitStrategy(Strategy):
 class ConditionalCounterStrategy(GroupCommitStrategy):
     """Base of the strategies that move the counter item with a conditional write on the value
     last seen (optimistic, transactional): they keep that item, and queue on it across
-    processes when one write of theirs is on its way at a time (`aioseq.strategies._turn`).
+    processes when one write of theirs is on its way at a time: their `Turn`
+    (`aioseq.strategies._turn`), handed to the item, whose place they keep while callers
+    wait, give up, and leave on close.
 
     Parameters: as `GroupCommitStrategy`.
     """
 
     _item: TrackedCounterItem
+    _turn: Turn
 
     def __init__(
         self,
@@ -580,16 +584,19 @@ class ConditionalCounterStrategy(GroupCommitStrategy):
         max_in_flight: int | None = 1,
     ) -> None:
         super().__init__(store, key, max_value=max_value, max_in_flight=max_in_flight)
+        #: This writer's side of the counter's queue of writers (fairness across processes).
+        self._turn = Turn(store, self.key)
+        # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
+        # then may this object queue on its counter item (one place per writer).
+        self._turn.enabled = max_in_flight == 1
+        self._pause_secs = self._turn.pause_secs
         self._item = TrackedCounterItem(
             store,
             self.key,
             self._item.numbering,
             self._item.max_value,  # (a value limit)
+            self._turn,
         )
-        # One write on its way at a time (max_in_flight=1, or grouped: see _grouper): only
-        # then may this object queue on its counter item (one place per writer).
-        self._item.turn.enabled = max_in_flight == 1
-        self._pause_secs = self._item.turn.pause_secs
 
     def _grouper(
         self,
@@ -600,14 +607,14 @@ class ConditionalCounterStrategy(GroupCommitStrategy):
     ) -> Coalescer[Any, Any] | None:
         coalescer = super()._grouper(flush, group, largest=largest)
         if coalescer is not None:
-            self._item.turn.enabled = True  # one flush, so one write, at a time
+            self._turn.enabled = True  # one flush, so one write, at a time
         return coalescer
 
     async def evict(self) -> NumbersHeld:
         """Forget the counter item it last saw (a caller that still holds this object reads
         it again on its next call). No request; nothing returned, nothing wasted."""
         self._item.saw(None, known=False)
-        self._item.give_up(self._wants_place)  # (none normally: commits give theirs up)
+        self._turn.give_up(self._wants_place)  # (none normally: commits give theirs up)
         return NumbersHeld()
 
     async def aclose(self) -> None:
@@ -648,16 +655,14 @@ class ConditionalCounterStrategy(GroupCommitStrategy):
     def _keep_place(self, batch: list[Waiter[Any, Any]], *, failed: bool) -> None:
         """After a commit: keep this object's place in the counter's queue while callers still
         wait for a write (the next commit uses it), else give it up, off the callers' path
-        (`TrackedCounterItem.give_up()`). ``batch``: the commit's callers; ``failed``: it
-        raised (its callers get its error, so they no longer wait)."""
-        if not self._item.turn.holds:
-            return
+        (`Turn.give_up()`). ``batch``: the commit's callers; ``failed``: it raised (its
+        callers get its error, so they no longer wait)."""
         group = self._group
         # Ungrouped, the next caller waiting for its turn inherits the place.
         queued = group.queue if group is not None else ()
         waiting = any(w.waiting for w in queued) or self._waiting_in_flight > 0
         if self._closed or not (waiting or (not failed and any(w.waiting for w in batch))):
-            self._item.give_up(self._wants_place)  # (False once closed)
+            self._turn.give_up(self._wants_place)  # (False once closed)
 
     def _wants_place(self) -> bool:
         """Whether callers wait for a write of this object's, or one is being made."""

@@ -1,12 +1,11 @@
 """A counter's counter item: `CounterItem` is where it is and the limits a write must keep
-(every strategy); `TrackedCounterItem` adds the item as last seen and this writer's place in
-its queue (the optimistic and transactional strategies: their writes are conditional on the
-value last seen).
+(every strategy); `TrackedCounterItem` adds the item as last seen, told to this writer's side
+of its queue (`Turn`, handed to it; the optimistic and transactional strategies: their
+writes are conditional on the value last seen).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from aioseq._items import number
@@ -69,32 +68,31 @@ class CounterItem:
 
 
 class TrackedCounterItem(CounterItem):
-    """Counter ``key``'s counter item as last seen, and this writer's place in its queue.
+    """Counter ``key``'s counter item as last seen, told to this writer's side of its queue.
 
     A conditional write on the value last seen is always safe: if another writer moved the
     counter, the condition fails and its ``ALL_OLD`` item (passed to `saw()`) corrects
     the guess, with no second read.
 
-    Parameters: as `CounterItem`.
+    Parameters: as `CounterItem`, and
+        turn: this writer's side of the counter's queue (its owner gives up and leaves it).
     """
 
-    __slots__ = ("_known", "_seen", "turn")
+    __slots__ = ("_known", "_seen", "_turn")
 
-    def __init__(self, store: Store, key: str, numbering: Numbering, max_value: int) -> None:
+    def __init__(
+        self, store: Store, key: str, numbering: Numbering, max_value: int, turn: Turn
+    ) -> None:
         super().__init__(store, key, numbering, max_value)
         # The item as last seen (read, written, or returned by a failed condition); _known is
         # False until the first read and after a failure that returned nothing.
         self._seen: dict[str, Any] | None = None
         self._known = False
-        #: This writer's side of the counter's queue of writers (fairness across processes).
-        self.turn = Turn(store, key)
+        self._turn = turn
 
     async def read(self) -> dict[str, Any] | None:
         """As `CounterItem.read()`; its round trip is timed for the queue's pace."""
-        started = self.turn.clock.now()
-        item = await super().read()
-        self.turn.sent(self.turn.clock.now() - started)
-        return item
+        return await self._turn.timed(super().read())
 
     async def last_seen(self) -> CounterState:
         """The counter item as last seen, read only when nothing has been seen yet.
@@ -111,11 +109,11 @@ class TrackedCounterItem(CounterItem):
     async def ready(self, size: int, *, predict: bool = True) -> CounterState:
         """The counter item to build the next conditional write of ``size`` numbers from: as
         last seen (read when unknown), or as this writer's place in the counter's queue
-        predicts it (see `aioseq.strategies._turn`; the queue is joined first when this
-        writer lost a race). The write may take at most `limit()` numbers. ``predict=False``:
-        never a prediction (a ``PutItem`` writes the whole item, ring of recent writes
-        included, which only the item itself holds): a writer further back reads the item
-        after its pause instead.
+        predicts it (`Turn.ready()`; the queue is joined first when this writer lost a
+        race). The write may take at most `Turn.limit()` numbers. ``predict=False``: never a
+        prediction (a ``PutItem`` writes the whole item, ring of recent writes included,
+        which only the item itself holds); refused, or past `max_value`, a prediction is
+        replaced by a read of the item after the writer's pause.
 
         Raises:
             CounterValueInvalid: the counter item's value is not a whole number.
@@ -123,33 +121,23 @@ class TrackedCounterItem(CounterItem):
         """
         state = await self.last_seen()
         try:
-            ready = await self.turn.ready(state, size, self._saw_state)
+            return await self._turn.ready(
+                state, size, self._saw_state, predict=predict, max_value=self.max_value
+            )
+        except TurnHeld as held:
+            if held.read_first:  # a prediction refused: wait, read the item, write from it
+                self._known = False
+            raise
         except AioseqError as exc:
             if exc.maybe_applied:  # an enqueue whose answer was lost: read what it did
                 self._known = False
             raise
-        if self.turn.predicting and (not predict or ready.value + size > self.max_value):
-            # A prediction that would pass max_value may be wrong (a writer ahead may take
-            # fewer numbers than it queued for): wait, read the item, write from it.
-            self._known = False
-            raise TurnHeld(self.key, len(state.turns))
-        return ready
 
     async def leave(self) -> None:
         """Take this writer's entries, if any, out of the counter's queue and wait until they
-        are out (its close): see `Turn.leave()`. No error raised."""
-        await self.turn.leave(turns_of(self._seen) if self._known else None)
-
-    def give_up(self, wanted: Callable[[], bool] | None = None) -> None:
-        """Nobody seems left for this writer to write for: unless ``wanted()`` says otherwise
-        a moment later, its entry is taken out of the queue in a task of its own
-        (`Turn.give_up()`)."""
-        if self.turn.holds:
-            self.turn.give_up(wanted)
-
-    def limit(self) -> int | None:
-        """The most numbers the next write may take (the size it queued with), or ``None``."""
-        return self.turn.limit()
+        are out (its close), from the queue as last seen: see `Turn.leave()`. No error
+        raised."""
+        await self._turn.leave(turns_of(self._seen) if self._known else None)
 
     def _saw_state(self, item: dict[str, Any]) -> CounterState:
         self.saw(item)
@@ -159,26 +147,25 @@ class TrackedCounterItem(CounterItem):
         """The retry engine's verdict on a write that lost the race on the counter item (its
         failed condition's ``ALL_OLD`` already passed to `saw()`)."""
         if not self._known:
-            return self.turn.lost_race(None)
+            return self._turn.lost_race(None)
         try:
             state = CounterState.of(self._seen, key=self.key, table=self.store.table)
         except CounterValueInvalid:
             return Verdict.RETRY  # the next attempt reads it and raises
-        return self.turn.lost_race(state)
+        return self._turn.lost_race(state)
 
     def committed(self, write: CounterWrite, secs: float) -> None:
         """``write`` was applied, its answer back after ``secs`` seconds: remember the counter
         item it left, and that its turn is used."""
         self.saw(write.after(self.store.table))
-        self.turn.sent(secs)
-        self.turn.committed(write.before)
+        self._turn.committed(write.before, secs)
 
     def saw(self, item: dict[str, Any] | None, *, known: bool = True) -> None:
         """Remember the counter item as it is now (``known=False``: forget it)."""
         self._seen, self._known = item, known
         writes = (item or {}).get(WRITES_ATTRIBUTE, {}).get("N")
         if known and writes is not None and writes.isdigit():
-            self.turn.observed(int(writes))
+            self._turn.observed(int(writes))
 
     def new_write(
         self, before: CounterState, n: int, kind: str, *, replace_kind: bool = False
@@ -202,7 +189,7 @@ class TrackedCounterItem(CounterItem):
             new,
             new_token(),
             text,
-            queued=self.turn.enabled,
+            queued=self._turn.enabled,
             kind=kind,
             replace_kind=replace_kind,
         )

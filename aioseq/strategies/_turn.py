@@ -38,15 +38,15 @@ import asyncio
 import functools
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from aioseq._items import Item
 from aioseq._limits import TURN_ATTRIBUTE
 from aioseq._retry import Verdict, Waiting
 from aioseq.clock import Clock
-from aioseq.config import RECENT_WRITES
+from aioseq.config import MAX_NUMBER, RECENT_WRITES
 from aioseq.contracts import Store
 from aioseq.errors import AioseqError, ConditionFailed
 from aioseq.strategies._recent_writes import CounterState, new_token, turns_of
@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("aioseq")
+
+T = TypeVar("T")
 
 #: The shortest lease: how long any entry may stand at the head before others remove it (s).
 MIN_LEASE_SECS = 0.5
@@ -146,15 +148,25 @@ def _never_wanted() -> bool:
 class TurnHeld(Waiting):
     """Writers ahead of this one in the counter's queue have not written yet: this writer
     waits (not raised to callers unless the retry policy runs out while waiting, as
-    ``RetriesExhausted.last_error``)."""
+    ``RetriesExhausted.last_error``). ``read_first``: its turn came, but it may not write from
+    the prediction: it reads the counter item before its next write."""
 
-    def __init__(self, key: str, position: int) -> None:
+    def __init__(self, key: str, position: int, *, read_first: bool = False) -> None:
         super().__init__(f"counter {key!r}: {position} writers ahead in the counter's queue")
         self.position = position
+        self.read_first = read_first
 
 
 class Turn:
-    """One writer's side of the queue on counter ``key``'s counter item.
+    """One writer's side of the queue on counter ``key``'s counter item: the component the
+    conditional strategies compose (one per counter object), through this interface only:
+
+    - `ready()` before each write: the counter item to write from (enqueues, waits, predicts);
+      `limit()`, the most numbers that write may take;
+    - `lost_race()`, the retry engine's verdict on a failed condition; `committed()` after an
+      applied write; `observed()` and `sent()` (or `timed()`), the counter's pace;
+    - `give_up()` when nobody is left to write for, `leave()` on close;
+    - `enabled`, whether it queues; `pause_secs()`, the wait behind the writers ahead.
 
     Parameters:
         store: where the counter item lives.
@@ -262,8 +274,18 @@ class Turn:
         self._round_trip += (secs - self._round_trip) / 8
         self._recent.append(secs)
 
-    def committed(self, before: CounterState) -> None:
-        """A write from ``before`` was applied: the entry it required is used."""
+    async def timed(self, request: Awaitable[T]) -> T:
+        """Await ``request``, one of this writer's requests, and note its round trip."""
+        started = self.clock.now()
+        answer = await request
+        self.sent(self.clock.now() - started)
+        return answer
+
+    def committed(self, before: CounterState, secs: float | None = None) -> None:
+        """A write from ``before`` was applied (its answer back after ``secs`` seconds, if
+        given): the entry it required is used."""
+        if secs is not None:
+            self.sent(secs)
         if self._mine is not None and before.turns[:1] == (self._mine,):
             self._mine = None  # (still contended if it queued behind others)
         self._head_since = None
@@ -321,21 +343,32 @@ class Turn:
         return Verdict.RETRY_NOW
 
     async def ready(
-        self, state: CounterState, size: int, saw: Callable[[Item], CounterState]
+        self,
+        state: CounterState,
+        size: int,
+        saw: Callable[[Item], CounterState],
+        *,
+        predict: bool = True,
+        max_value: int = MAX_NUMBER,
     ) -> CounterState:
         """The counter item to write ``size`` numbers from, given ``state`` (the item as last
         seen): ``state`` itself for a lone writer or the head of the queue, the predicted
         item for a writer further back that has waited its turn. Enqueues this writer first
         when it must (one ``UpdateItem``) and removes its strays and stale entries (one
         ``UpdateItem``); ``saw`` is given the counter item either returned and gives back
-        its state.
+        its state. A prediction is refused (``TurnHeld(read_first=True)``) when ``predict``
+        is false (a ``PutItem`` writes the ring of recent writes, which only the item
+        holds), or when it would pass ``max_value`` (a writer ahead may take fewer numbers
+        than it queued for).
 
         Raises:
-            TurnHeld: writers ahead of this one have not written yet (the engine waits).
+            TurnHeld: writers ahead of this one have not written yet (the engine waits);
+                with ``read_first``, a prediction refused.
         """
         self.predicting = False
         if not self.enabled:
             return state
+        seen = state
         for _ in range(4):  # entries removed, this writer enqueued: at most 3 rounds
             turns = state.turns
             if not state.exists:  # a new counter: its first write creates it, no queue
@@ -365,8 +398,11 @@ class Turn:
                 log.debug("counter %r: predicted at %d: %s", self.key, position, turns)
                 self._paused = False
                 self._waits += 1  # (back to 0 when the head changes)
+                ahead = predicted(state, turns[:position])
+                if not predict or ahead.value + size > max_value:
+                    raise TurnHeld(self.key, len(seen.turns), read_first=True)
                 self.predicting = True
-                return predicted(state, turns[:position])
+                return ahead
             self._position, self._paused = position, True
             raise TurnHeld(self.key, position)
         self._position = len(state.turns)
@@ -374,15 +410,14 @@ class Turn:
 
     async def _update(self, **params: Any) -> dict[str, Any]:
         """One ``UpdateItem`` of the counter item (1 WCU; one attempt), timed."""
-        started = self.clock.now()
-        response = await self.store.send_once(
-            "update_item",
-            TableName=self.store.table.name,
-            Key=self.store.counter_item_key(self.key),
-            **params,
+        return await self.timed(
+            self.store.send_once(
+                "update_item",
+                TableName=self.store.table.name,
+                Key=self.store.counter_item_key(self.key),
+                **params,
+            )
         )
-        self.sent(self.clock.now() - started)
-        return response
 
     async def _enqueue(self, size: int) -> Item:
         token = entry(new_token(), size, self.lease_secs())
@@ -461,7 +496,10 @@ class Turn:
         otherwise after `GIVE_UP_GRACE_SECS` (callers whose deadline just ended often call
         again at once), its entry becomes a stray and a task of its own takes it out of the
         queue (see `leave()`). A request made while that task runs is served by it once it is
-        done. Returns at once; no request on the caller's path."""
+        done. Nothing when this writer holds no entry. Returns at once; no request on the
+        caller's path."""
+        if not self.holds:
+            return
         self._give_up_asked = wanted or _never_wanted
         if self._leaving is None:
             self._leaving = asyncio.get_running_loop().create_task(

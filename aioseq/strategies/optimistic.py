@@ -137,7 +137,7 @@ class OptimisticCounter(ConditionalCounterStrategy):
         if not group:  # (its place in the queue is kept for the callers behind)
             return None
         before = await self._item.ready(_numbers(group), predict=self.write == "update")
-        queued = self._item.limit()  # the size it queued with: those behind predicted it
+        queued = self._turn.limit()  # the size it queued with: those behind predicted it
         group = _within(group, queued)
         if queued is not None:
             self._top_up(takes, (queued - _numbers(group), _count))

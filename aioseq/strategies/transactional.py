@@ -366,7 +366,7 @@ class TransactionalCounter(ConditionalCounterStrategy):
         fitting = list(itertools.accumulate(put.request.actions for put in waiting))
         size = bisect.bisect_right(fitting, MAX_GROUP_SIZE)
         before = await self._item.ready(min(size, limit or MAX_GROUP_SIZE))
-        queued = self._item.limit()  # the size it queued with: those behind predicted it
+        queued = self._turn.limit()  # the size it queued with: those behind predicted it
         if queued is not None:
             limit = queued if limit is None else min(limit, queued)
             # Numbers as queued, one per put; and actions, two per put with a key.

@@ -33,6 +33,7 @@ from aioseq.strategies import _idempotency as idempotency
 from aioseq.strategies._counter_item import TrackedCounterItem
 from aioseq.strategies._idempotency import RECORD_PREFIX, KeyedPut, request_hash
 from aioseq.strategies._recent_writes import CounterState
+from aioseq.strategies._turn import Turn
 from aioseq.testing import FakeDynamoDB, FaultSchedule, SimulatedGlobalTable
 
 TABLE = "aioseq"
@@ -411,7 +412,7 @@ async def test_a_kept_place_is_filled_by_numbers_within_the_action_budget(
             return CounterState()
 
         monkeypatch.setattr(TrackedCounterItem, "ready", ready)
-        monkeypatch.setattr(TrackedCounterItem, "limit", lambda self: 10)  # queued for 10
+        monkeypatch.setattr(Turn, "limit", lambda self: 10)  # queued for 10
         write = await orders.prepare(batch, None)
         assert write is not None
         assert (len(write.group), len(write.request["TransactItems"])) == (10, 16)

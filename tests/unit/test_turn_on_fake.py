@@ -14,8 +14,10 @@ import pytest_asyncio
 
 from aioseq import DynamoStore, RetryPolicy, Throttled
 from aioseq._retry import Verdict
-from aioseq.config import TURN_ATTRIBUTE, WRITES_ATTRIBUTE
+from aioseq.config import MAX_NUMBER, TURN_ATTRIBUTE, WRITES_ATTRIBUTE
 from aioseq.errors import ConnectionFailed
+from aioseq.numbering import numbering_for
+from aioseq.strategies._counter_item import TrackedCounterItem
 from aioseq.strategies._recent_writes import CounterState
 from aioseq.strategies._turn import (
     FIRST_ROUND_TRIP_SECS,
@@ -162,6 +164,58 @@ async def test_a_writer_behind_others_waits_then_writes_from_the_predicted_item(
     assert predicted.tokens is not None  # the ring's slots are not needed to write
 
 
+async def test_a_prediction_not_wanted_or_past_max_value_is_refused_for_a_read(
+    store: DynamoStore, fake: FakeDynamoDB
+) -> None:
+    await write_item(store, "a:2:500", "b:3:500", value=10, writes=10)
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
+    state = await read_state(store)
+    turn.lost_race(state)
+    for refuse in ({"predict": False}, {"max_value": 15}):  # a PutItem; 15 + 1 past 15
+        with pytest.raises(TurnHeld) as held:
+            await turn.ready(state, 1, saw_on(store), **refuse)  # (enqueues the first time)
+        assert not held.value.read_first  # its pause behind the two ahead
+        state = await read_state(store)
+        start = len(fake.sent)
+        with pytest.raises(TurnHeld) as held:
+            await turn.ready(state, 1, saw_on(store), **refuse)
+        assert held.value.read_first and held.value.position == 3  # read, then write from it
+        assert sent_since(fake, start) == [] and not turn.predicting
+    with pytest.raises(TurnHeld):
+        await turn.ready(state, 1, saw_on(store), max_value=16)
+    predicted = await turn.ready(state, 1, saw_on(store), max_value=16)  # 15 + 1: within
+    assert turn.predicting and predicted.value == 15
+
+
+async def test_the_counter_item_reads_again_after_a_refused_prediction(
+    store: DynamoStore, fake: FakeDynamoDB
+) -> None:
+    """`TrackedCounterItem` with its `Turn` handed in: a prediction the write may not use
+    (``predict=False``) makes the item forget what it saw, so the next look reads it."""
+    await write_item(store, "a:2:500", value=10, writes=10)
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
+    item = TrackedCounterItem(store, KEY, numbering_for(), MAX_NUMBER, turn)
+    assert item.lost_race() is Verdict.RETRY  # nothing seen yet: back off
+    item.saw(
+        (
+            await store.send_once(
+                "get_item", TableName=store.table.name, Key=store.counter_item_key(KEY)
+            )
+        )["Item"]
+    )
+    assert item.lost_race() is Verdict.RETRY_NOW  # behind "a": enqueue, then write
+    with pytest.raises(TurnHeld):
+        await item.ready(1, predict=False)  # enqueued behind "a": its pause
+    start = len(fake.sent)
+    with pytest.raises(TurnHeld) as held:
+        await item.ready(1, predict=False)
+    assert held.value.read_first and sent_since(fake, start) == []
+    await write_item(store, str(turn.entry), value=12, writes=11)  # "a" wrote meanwhile
+    ready = await item.ready(1, predict=False)  # read, at the head: writes from the item
+    assert sent_since(fake, start) == ["PutItem", "GetItem"]  # (the test's put), the read
+    assert (ready.value, ready.turns) == (12, (turn.entry,)) and turn.limit() == 1
+
+
 async def test_a_stale_head_is_removed_and_the_writer_moves_up(
     store: DynamoStore, fake: FakeDynamoDB
 ) -> None:
@@ -278,6 +332,30 @@ async def test_a_cancelled_enqueue_becomes_a_stray_the_writer_takes_out_on_leavi
     await turn.leave(("head:1:500",))  # an old view without it: it reads, finds, removes
     assert await queue_of(store) == ("head:1:500",) and not turn.holds
     assert not turn.enabled
+
+
+async def test_a_writer_holding_no_entry_gives_up_nothing(
+    store: DynamoStore, fake: FakeDynamoDB
+) -> None:
+    await write_item(store, "head:1:500")
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
+    start = len(fake.sent)
+    turn.give_up(lambda: False)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sent_since(fake, start) == [] and not turn.holds  # no task, no read
+
+
+async def test_a_commit_uses_the_entry_and_times_the_write(store: DynamoStore) -> None:
+    await write_item(store)
+    turn = Turn(store, KEY, clock=ManualClock(0.0))
+    state = await read_state(store)
+    turn.lost_race(state)
+    ready = await turn.ready(state, 2, saw_on(store))
+    before = turn.round_trip_secs
+    turn.committed(ready, 0.5)  # its write took 0.5 s
+    assert turn.entry is None and turn.limit() is None
+    assert turn.round_trip_secs == pytest.approx(before + (0.5 - before) / 8)
 
 
 class LateEnqueues(FakeDynamoDB):
