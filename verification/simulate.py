@@ -336,8 +336,7 @@ class SimulatedNetwork:
         run.trace(process.name, operation, _describe(params) + (f" fault={fault}" if fault else ""))
         if fault == "reset":  # lost on its way: not applied
             raise _connection_lost(operation, "ConnectionClosedError")
-        if fault is not None and fault != "response-lost":  # refused with DynamoDB's error
-            self._fake.inject(fault, when=lambda sent: sent is params)
+        self._refuse_if(fault, params)
         try:
             response: dict[str, Any] = await self._base.send(operation, params)
         except Exception as exc:
@@ -362,10 +361,15 @@ class SimulatedNetwork:
         await asyncio.sleep(run.delay())
         await run.hang_if_crashed(process)
         run.trace(process.name, operation, _describe(params) + " (arrived after its caller left)")
-        if fault is not None and fault != "response-lost":
-            self._fake.inject(fault, when=lambda sent: sent is params)
+        self._refuse_if(fault, params)
         with contextlib.suppress(Exception):
             await self._base.send(operation, params)
+
+    def _refuse_if(self, fault: str | None, params: dict[str, Any]) -> None:
+        """Plan ``fault`` on the storage fake for this request alone, if it is one DynamoDB
+        answers with its error (not a reset, not a lost answer)."""
+        if fault is not None and fault not in ("reset", "response-lost"):
+            self._fake.inject(fault, when=lambda sent: sent is params)
 
     async def aclose(self, *, timeout_secs: float) -> None:
         self._closed = True
